@@ -1,0 +1,87 @@
+"""Every hyperparameter of a run: one frozen dataclass, its defaults and validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Union
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message names the CLI option."""
+
+
+def option_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Config:
+    env: str = "CartPole-v1"
+    num_processes: int = os.cpu_count() or 1
+    envs_per_process: int = 8
+    t_max: int = 20
+    max_steps: int = 1_000_000
+    seed: int = 0
+    # model
+    hidden_size: int = 64
+    noise: bool = True
+    sigma_init: float = 0.017
+    # loss and returns
+    gamma: float = 0.99
+    gae_lambda: float = 1.0
+    value_loss_coef: float = 0.25
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 5.0
+    # optimizer
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    lr_decay: bool = True
+    # evaluation and logging
+    eval_interval: float = 1.0
+    eval_episodes: int = 10
+    target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
+    log_interval: int = 20_000
+    print_interval: float = 2.0
+    run_dir: str = ""
+    start_method: str = ""
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("num_processes", self.num_processes >= 1, ">= 1"),
+            ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
+            ("t_max", self.t_max >= 1, ">= 1"),
+            ("max_steps", self.max_steps >= 1, ">= 1"),
+            ("hidden_size", self.hidden_size >= 1, ">= 1"),
+            ("sigma_init", self.sigma_init >= 0, ">= 0"),
+            ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
+            ("value_loss_coef", self.value_loss_coef >= 0, ">= 0"),
+            ("entropy_coef", self.entropy_coef >= 0, ">= 0"),
+            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+            ("optimizer", self.optimizer in ("adam", "rmsprop"), "one of adam, rmsprop"),
+            ("lr", self.lr > 0, "> 0"),
+            ("eval_interval", self.eval_interval > 0, "> 0"),
+            ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
+            ("log_interval", self.log_interval >= 1, ">= 1"),
+            ("print_interval", self.print_interval > 0, "> 0"),
+            ("target_return", self.target_return in ("auto", None)
+             or isinstance(self.target_return, (int, float)), "a number, auto or none"),
+            ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
+             "one of fork, spawn, forkserver"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
+
+    def replace(self, **changes) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Config":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})

@@ -1,0 +1,129 @@
+"""Making gymnasium environments, checking their spaces, and stepping several in one worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+
+
+class EnvError(ValueError):
+    """An environment that cannot be made or whose spaces this trainer does not support."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the network needs to know about an environment."""
+
+    obs_size: int
+    num_actions: int
+    action_start: int
+    reward_threshold: Optional[float]
+
+
+def make_env(env_id: str) -> gym.Env:
+    """gymnasium.make with one-line errors; accepts the 'module:EnvId' form."""
+    try:
+        env = gym.make(env_id)
+    except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise EnvError(f"cannot make environment {env_id!r}: {reason}") from None
+    try:
+        describe(env)
+    except EnvError:
+        env.close()
+        raise
+    return env
+
+
+def describe(env: gym.Env) -> EnvSpec:
+    """Read the spaces; refuse the ones the model cannot handle, naming them."""
+    obs_space, action_space = env.observation_space, env.action_space
+    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+        raise EnvError(f"unsupported observation space {obs_space}: a flat Box is needed")
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise EnvError(f"unsupported action space {action_space}: a Discrete space is needed")
+    threshold = env.spec.reward_threshold if env.spec is not None else None
+    return EnvSpec(
+        obs_size=int(obs_space.shape[0]),
+        num_actions=int(action_space.n),
+        action_start=int(action_space.start),
+        reward_threshold=None if threshold is None else float(threshold),
+    )
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    env = make_env(env_id)
+    try:
+        return describe(env)
+    finally:
+        env.close()
+
+
+@dataclass
+class StepResult:
+    """One step of every environment in a batch; ended episodes are already reset."""
+
+    obs: np.ndarray  # [K, obs_size], float32, the next observation (a reset one where ended)
+    rewards: np.ndarray  # [K], float32
+    terminated: np.ndarray  # [K], bool
+    truncated: np.ndarray  # [K], bool
+    final_obs: np.ndarray  # [K, obs_size], the last observation where truncated, else zeros
+    finished_returns: list  # undiscounted returns of episodes that ended at this step
+    finished_lengths: list
+
+
+class EnvBatch:
+    """K environments stepped in one loop, reset in place when an episode ends.
+
+    A plain loop measured faster than gymnasium's SyncVectorEnv for small K
+    because it skips the info-dict merging; the final observation of a
+    truncated episode is kept so the learner can bootstrap from it.
+    """
+
+    def __init__(self, env_id: str, seeds: list[int]):
+        self.envs = [make_env(env_id) for _ in seeds]
+        self.spec = describe(self.envs[0])
+        size = len(self.envs)
+        self._returns = np.zeros(size, dtype=np.float64)
+        self._lengths = np.zeros(size, dtype=np.int64)
+        self.obs = np.zeros((size, self.spec.obs_size), dtype=np.float32)
+        for i, (env, seed) in enumerate(zip(self.envs, seeds)):
+            self.obs[i], _ = env.reset(seed=seed)
+            env.action_space.seed(seed)
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        size = len(self.envs)
+        next_obs = np.empty_like(self.obs)
+        final_obs = np.zeros_like(self.obs)
+        rewards = np.empty(size, dtype=np.float32)
+        terminated = np.zeros(size, dtype=bool)
+        truncated = np.zeros(size, dtype=bool)
+        finished_returns, finished_lengths = [], []
+        start = self.spec.action_start
+        for i, env in enumerate(self.envs):
+            obs, reward, term, trunc, _ = env.step(int(actions[i]) + start)
+            rewards[i] = reward
+            self._returns[i] += reward
+            self._lengths[i] += 1
+            if term or trunc:
+                terminated[i], truncated[i] = term, trunc and not term
+                if truncated[i]:
+                    final_obs[i] = obs
+                finished_returns.append(float(self._returns[i]))
+                finished_lengths.append(int(self._lengths[i]))
+                self._returns[i], self._lengths[i] = 0.0, 0
+                obs, _ = env.reset()
+            next_obs[i] = obs
+        self.obs = next_obs
+        return StepResult(next_obs, rewards, terminated, truncated, final_obs,
+                          finished_returns, finished_lengths)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

@@ -1,0 +1,149 @@
+"""The one writer of training metrics: CSV rows, the console progress line, the summary.
+
+Lives in the main process; workers and the evaluator send it plain numbers
+through a queue. metrics.csv gets a row each time the global env-step count
+crosses a multiple of log_interval, so with one worker and a seed its
+non-timing columns are reproducible; the console line is time-based.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Optional
+
+TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
+                 "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second"]
+EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return"]
+
+
+def mean_or_nan(values) -> float:
+    return statistics.fmean(values) if values else math.nan
+
+
+class CsvLog:
+    def __init__(self, path: Path, columns: list[str]):
+        self.file = open(path, "a", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=columns)
+        if self.file.tell() == 0:
+            self.writer.writeheader()
+
+    def write(self, row: dict) -> None:
+        self.writer.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()})
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class MetricsWriter:
+    def __init__(self, run_dir: Path, log_interval: int, print_interval: float,
+                 lr_at: Callable[[int], float], start_time: float, print_fn=print):
+        self.train_log = CsvLog(run_dir / "metrics.csv", TRAIN_COLUMNS)
+        self.eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
+        self.log_interval, self.print_interval = log_interval, print_interval
+        self.lr_at, self.start_time, self.print_fn = lr_at, start_time, print_fn
+        self.env_steps = self.updates = self.episodes = 0
+        self.recent_returns: deque = deque(maxlen=100)
+        self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value",
+                                                           "entropy", "grad_norm")}
+        self._next_row_at = log_interval
+        self._last_row = (0, start_time)
+        self._last_print = (0, start_time)
+        self.last_eval: Optional[float] = None
+        self.best_eval: Optional[float] = None
+        self.solved_at: Optional[tuple[int, float]] = None
+        self.errors: list[str] = []
+
+    def elapsed(self, now: Optional[float] = None) -> float:
+        return (now if now is not None else time.monotonic()) - self.start_time
+
+    def handle(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "update":
+            self._on_update(message[2])
+        elif kind == "eval":
+            self._on_eval(*message[1:])
+        elif kind == "error":
+            self.errors.append(f"worker {message[1]} failed:\n{message[2]}")
+
+    def _on_update(self, report) -> None:
+        self.env_steps += report.env_steps
+        self.updates += 1
+        self.episodes += len(report.finished_returns)
+        self.recent_returns.extend(report.finished_returns)
+        pending = self._pending
+        pending["returns"] += report.finished_returns
+        pending["lengths"] += report.finished_lengths
+        pending["policy"].append(report.policy_loss)
+        pending["value"].append(report.value_loss)
+        pending["entropy"].append(report.entropy)
+        pending["grad_norm"].append(report.grad_norm)
+        if self.env_steps >= self._next_row_at:
+            self._write_row()
+            self._next_row_at = (self.env_steps // self.log_interval + 1) * self.log_interval
+
+    def _write_row(self) -> None:
+        now = time.monotonic()
+        steps0, time0 = self._last_row
+        pending = self._pending
+        self.train_log.write({
+            "env_steps": self.env_steps, "wall_seconds": self.elapsed(now), "updates": self.updates,
+            "episodes": self.episodes, "mean_return": mean_or_nan(pending["returns"]),
+            "mean_length": mean_or_nan(pending["lengths"]), "policy_loss": mean_or_nan(pending["policy"]),
+            "value_loss": mean_or_nan(pending["value"]), "entropy": mean_or_nan(pending["entropy"]),
+            "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.lr_at(self.env_steps),
+            "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
+        })
+        for values in pending.values():
+            values.clear()
+        self._last_row = (self.env_steps, now)
+
+    def _on_eval(self, env_steps: int, wall_seconds: float, returns: list, solved: bool) -> None:
+        mean = statistics.fmean(returns)
+        self.eval_log.write({"env_steps": env_steps, "wall_seconds": wall_seconds, "mean_return": mean,
+                             "std_return": statistics.pstdev(returns), "min_return": min(returns),
+                             "max_return": max(returns)})
+        self.last_eval = mean
+        self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
+        if solved and self.solved_at is None:
+            self.solved_at = (env_steps, wall_seconds)
+
+    def maybe_print(self) -> None:
+        now = time.monotonic()
+        if now - self._last_print[1] >= self.print_interval:
+            self.print_progress(now)
+
+    def print_progress(self, now: Optional[float] = None) -> None:
+        now = now if now is not None else time.monotonic()
+        steps0, time0 = self._last_print
+        rate = (self.env_steps - steps0) / max(now - time0, 1e-9)
+        recent = f"{mean_or_nan(self.recent_returns):.1f}" if self.recent_returns else "-"
+        last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
+        self.print_fn(f"[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
+                      f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}",
+                      flush=True)
+        self._last_print = (self.env_steps, now)
+
+    def summary(self, env_id: str, env_steps: int, target_return: Optional[float], stop_reason: str) -> dict:
+        wall = self.elapsed()
+        solved_steps, solved_wall = self.solved_at if self.solved_at else (None, None)
+        return {
+            "env": env_id, "env_steps": env_steps, "wall_seconds": round(wall, 3),
+            "steps_per_second": round(env_steps / max(wall, 1e-9), 1), "updates": self.updates,
+            "episodes": self.episodes, "best_eval_return": self.best_eval, "last_eval_return": self.last_eval,
+            "target_return": target_return, "solved": self.solved_at is not None,
+            "solved_env_steps": solved_steps,
+            "solved_wall_seconds": None if solved_wall is None else round(solved_wall, 3),
+            "stop_reason": stop_reason,
+        }
+
+    def close(self) -> None:
+        if self._last_row[0] != self.env_steps:  # the steps since the last full interval
+            self._write_row()
+        self.train_log.close()
+        self.eval_log.close()

@@ -1,0 +1,75 @@
+"""NoisyLinear and the recurrent ActorCritic network."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+LSTMState = tuple[torch.Tensor, torch.Tensor]
+
+
+class NoisyLinear(nn.Module):
+    """Linear layer with independent Gaussian parameter noise (Fortunato et al., 2018).
+
+    The paper's A3C variant: every weight has its own noise, mu ~ U(+-sqrt(3/p)),
+    sigma starts at sigma_init (0.017). The noise stays fixed until
+    resample_noise() is called (once per rollout); in eval() mode the layer
+    uses the mean weights only.
+    """
+
+    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.017):
+        super().__init__()
+        bound = math.sqrt(3.0 / in_features)
+        self.weight_mu = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), sigma_init))
+        self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma_init))
+        self.register_buffer("weight_epsilon", torch.zeros(out_features, in_features), persistent=False)
+        self.register_buffer("bias_epsilon", torch.zeros(out_features), persistent=False)
+
+    def resample_noise(self, generator: torch.Generator | None = None) -> None:
+        self.weight_epsilon.normal_(generator=generator)
+        self.bias_epsilon.normal_(generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return F.linear(x, self.weight_mu, self.bias_mu)
+        weight = torch.addcmul(self.weight_mu, self.weight_sigma, self.weight_epsilon)
+        bias = torch.addcmul(self.bias_mu, self.bias_sigma, self.bias_epsilon)
+        return F.linear(x, weight, bias)
+
+
+class ActorCritic(nn.Module):
+    """Vector observation -> MLP encoder -> LSTMCell -> policy logits and state value."""
+
+    def __init__(self, obs_size: int, num_actions: int, hidden_size: int = 64,
+                 noisy: bool = True, sigma_init: float = 0.017):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.encoder = nn.Linear(obs_size, hidden_size)
+        self.lstm = nn.LSTMCell(hidden_size, hidden_size)
+        if noisy:
+            self.policy = NoisyLinear(hidden_size, num_actions, sigma_init)
+            self.value = NoisyLinear(hidden_size, 1, sigma_init)
+        else:
+            self.policy = nn.Linear(hidden_size, num_actions)
+            self.value = nn.Linear(hidden_size, 1)
+        self.lstm.bias_ih.data.zero_()
+        self.lstm.bias_hh.data.zero_()
+
+    def initial_state(self, batch_size: int) -> LSTMState:
+        zeros = torch.zeros(batch_size, self.hidden_size)
+        return zeros, zeros.clone()
+
+    def resample_noise(self, generator: torch.Generator | None = None) -> None:
+        for module in (self.policy, self.value):
+            if isinstance(module, NoisyLinear):
+                module.resample_noise(generator)
+
+    def forward(self, obs: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, torch.Tensor, LSTMState]:
+        features = F.relu(self.encoder(obs))
+        hx, cx = self.lstm(features, state)
+        return self.policy(hx), self.value(hx).squeeze(-1), (hx, cx)

@@ -1,0 +1,99 @@
+"""Optimizers whose whole state lives in shared memory, stepped by every worker (Hogwild).
+
+Standalone rather than torch.optim subclasses: the first torch.optim optimizer
+imports torch._dynamo (about 0.85 s of start-up), and here the gradient is
+handed to step() explicitly, so no process ever reads a stale `.grad`
+(DESIGN.md fact 1). The updates reproduce torch.optim.Adam / RMSprop op for op.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import torch
+
+
+class SharedOptimizer:
+    state_names: tuple[str, ...] = ()
+
+    def __init__(self, params: Iterable[torch.Tensor], lr: float):
+        self.params = list(params)
+        self.lr = lr
+        # One counter for all workers: Adam's bias correction needs the global step.
+        self.steps = torch.zeros((), dtype=torch.float64)
+        self.state = {name: [torch.zeros_like(p) for p in self.params] for name in self.state_names}
+
+    def share_memory(self) -> "SharedOptimizer":
+        """Move every state tensor to shared memory; call before starting workers."""
+        self.steps.share_memory_()
+        for tensors in self.state.values():
+            for tensor in tensors:
+                tensor.share_memory_()
+        return self
+
+    @torch.no_grad()
+    def step(self, grads: Sequence[torch.Tensor], lr: float | None = None) -> None:
+        """Apply one gradient (one tensor per parameter, in parameter order)."""
+        if len(grads) != len(self.params):
+            raise ValueError(f"expected {len(self.params)} gradients, got {len(grads)}")
+        step = self.steps.add_(1).item()
+        self._update(list(grads), self.lr if lr is None else lr, step)
+
+    def _update(self, grads: list[torch.Tensor], lr: float, step: float) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {"steps": self.steps.clone(), **{k: [t.clone() for t in v] for k, v in self.state.items()}}
+
+    @torch.no_grad()
+    def load_state_dict(self, saved: dict) -> None:
+        self.steps.copy_(saved["steps"])
+        for name, tensors in self.state.items():
+            torch._foreach_copy_(tensors, saved[name])
+
+
+class SharedAdam(SharedOptimizer):
+    state_names = ("exp_avg", "exp_avg_sq")
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, lr)
+        self.betas, self.eps = betas, eps
+
+    def _update(self, grads, lr, step):
+        beta1, beta2 = self.betas
+        exp_avg, exp_avg_sq = self.state["exp_avg"], self.state["exp_avg_sq"]
+        torch._foreach_lerp_(exp_avg, grads, 1 - beta1)
+        torch._foreach_mul_(exp_avg_sq, beta2)
+        torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)
+        step_size = lr / (1 - beta1 ** step)
+        denom = torch._foreach_sqrt(exp_avg_sq)
+        torch._foreach_div_(denom, math.sqrt(1 - beta2 ** step))
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(self.params, exp_avg, denom, -step_size)
+
+
+class SharedRMSprop(SharedOptimizer):
+    state_names = ("square_avg",)
+
+    def __init__(self, params, lr: float = 7e-4, alpha: float = 0.99, eps: float = 1e-5):
+        super().__init__(params, lr)
+        self.alpha, self.eps = alpha, eps
+
+    def _update(self, grads, lr, step):
+        square_avg = self.state["square_avg"]
+        torch._foreach_mul_(square_avg, self.alpha)
+        torch._foreach_addcmul_(square_avg, grads, grads, 1 - self.alpha)
+        denom = torch._foreach_sqrt(square_avg)
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(self.params, grads, denom, -lr)
+
+
+def make_optimizer(name: str, params, lr: float) -> SharedOptimizer:
+    optimizers = {"adam": SharedAdam, "rmsprop": SharedRMSprop}
+    return optimizers[name](params, lr=lr)
+
+
+def linear_decay(initial_lr: float, env_steps: int, max_steps: int) -> float:
+    """Learning rate after env_steps of a linear decay to zero at max_steps."""
+    return initial_lr * max(0.0, 1.0 - env_steps / max_steps)

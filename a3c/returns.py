@@ -1,0 +1,64 @@
+"""The math of one update: returns, advantages and the A3C loss. Pure tensor functions.
+
+Shapes: [T, B] for T rollout steps of B environments; [B] for bootstrap values.
+`dones[t]` is 1 where the episode ended at step t (terminated or truncated); a
+truncated episode's bootstrap from V(s_final) is folded into its reward first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+
+def fold_truncation_bootstrap(rewards: torch.Tensor, truncated: torch.Tensor,
+                              final_values: torch.Tensor, gamma: float) -> torch.Tensor:
+    """r + gamma * V(s_final) where the time limit cut the episode: it did not end there."""
+    return rewards + gamma * final_values * truncated
+
+
+def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor,
+                       bootstrap: torch.Tensor, gamma: float) -> torch.Tensor:
+    """n-step returns R_t = r_t + gamma * R_{t+1} * (1 - done_t), R_T = V(s_T)."""
+    returns = torch.empty_like(rewards)
+    running = bootstrap
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        running = rewards[t] + gamma * running * (1 - dones[t])
+        returns[t] = running
+    return returns
+
+
+def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
+                   bootstrap: torch.Tensor, gamma: float, lam: float) -> torch.Tensor:
+    """Generalised advantage estimation; lam = 1 gives n-step returns minus values."""
+    advantages = torch.empty_like(rewards)
+    running = torch.zeros_like(bootstrap)
+    next_value = bootstrap
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        not_done = 1 - dones[t]
+        delta = rewards[t] + gamma * next_value * not_done - values[t]
+        running = delta + gamma * lam * not_done * running
+        advantages[t] = running
+        next_value = values[t]
+    return advantages
+
+
+class Loss(NamedTuple):
+    total: torch.Tensor
+    policy: torch.Tensor
+    value: torch.Tensor
+    entropy: torch.Tensor
+
+
+def a3c_loss(log_probs: torch.Tensor, entropies: torch.Tensor, values: torch.Tensor,
+             advantages: torch.Tensor, value_loss_coef: float, entropy_coef: float) -> Loss:
+    """Policy gradient with advantage + value regression - entropy bonus, averaged over [T, B].
+
+    `advantages` must be detached; the value target is advantages + values.
+    """
+    returns = advantages + values.detach()
+    policy = -(log_probs * advantages).mean()
+    value = 0.5 * (returns - values).pow(2).mean()
+    entropy = entropies.mean()
+    return Loss(policy + value_loss_coef * value - entropy_coef * entropy, policy, value, entropy)

@@ -1,0 +1,141 @@
+"""The actor-learner of one worker process: play a rollout, compute the gradient, hand it off."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .config import Config
+from .envs import EnvBatch
+from .model import ActorCritic
+from .optim import SharedOptimizer, linear_decay
+from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
+
+
+@dataclass
+class RolloutReport:
+    """What one update tells the metrics writer: plain numbers only (DESIGN.md fact 5)."""
+
+    env_steps: int
+    finished_returns: list
+    finished_lengths: list
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    grad_norm: float
+
+
+def env_seeds(config: Config, rank: int) -> list[int]:
+    """Worker `rank` seeds its first env with seed + rank; the others follow, never colliding."""
+    return [config.seed + rank + k * config.num_processes for k in range(config.envs_per_process)]
+
+
+def build_model(config: Config, obs_size: int, num_actions: int) -> ActorCritic:
+    return ActorCritic(obs_size, num_actions, config.hidden_size, config.noise, config.sigma_init)
+
+
+def local_gradients(model: torch.nn.Module) -> list[torch.Tensor]:
+    """This step's gradient of every parameter (zeros for an unused one), in parameter order."""
+    return [p.grad if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
+
+
+class ActorLearner:
+    """A local model and K environments; each call plays t_max steps and returns a gradient.
+
+    Knows nothing of processes or shared memory, so any transport can drive it.
+    """
+
+    def __init__(self, config: Config, seeds: list[int]):
+        self.config = config
+        self.envs = EnvBatch(config.env, seeds)
+        spec = self.envs.spec
+        self.model = build_model(config, spec.obs_size, spec.num_actions)
+        self.params = list(self.model.parameters())
+        self.state = self.model.initial_state(len(self.envs))
+
+    @torch.no_grad()
+    def load_weights(self, weights: list[torch.Tensor]) -> None:
+        torch._foreach_copy_(self.params, weights)
+
+    def compute_gradient(self) -> tuple[list[torch.Tensor], RolloutReport]:
+        config, model, envs = self.config, self.model, self.envs
+        steps, batch = config.t_max, len(envs)
+        model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
+        hx, cx = self.state[0].detach(), self.state[1].detach()
+        log_probs, entropies, values = [], [], []
+        rewards = np.zeros((steps, batch), dtype=np.float32)
+        dones = np.zeros((steps, batch), dtype=np.float32)
+        truncated = np.zeros((steps, batch), dtype=np.float32)
+        final_values = np.zeros((steps, batch), dtype=np.float32)
+        finished_returns, finished_lengths = [], []
+        for t in range(steps):
+            logits, value, (hx, cx) = model(torch.from_numpy(envs.obs), (hx, cx))
+            log_p = F.log_softmax(logits, dim=-1)
+            probs = log_p.exp()
+            actions = torch.multinomial(probs.detach(), 1)
+            log_probs.append(log_p.gather(1, actions).squeeze(1))
+            entropies.append(-(probs * log_p).sum(-1))
+            values.append(value)
+            result = envs.step(actions.squeeze(1).numpy())
+            rewards[t] = result.rewards
+            ended = result.terminated | result.truncated
+            dones[t] = ended
+            if result.truncated.any():
+                truncated[t] = result.truncated
+                with torch.no_grad():
+                    final_values[t] = model(torch.from_numpy(result.final_obs), (hx, cx))[1].numpy()
+            if ended.any():  # a new episode starts from a fresh LSTM state
+                keep = torch.from_numpy(~ended).unsqueeze(1).float()
+                hx, cx = hx * keep, cx * keep
+            finished_returns += result.finished_returns
+            finished_lengths += result.finished_lengths
+        with torch.no_grad():
+            bootstrap = model(torch.from_numpy(envs.obs), (hx, cx))[1]
+        self.state = (hx.detach(), cx.detach())
+
+        values_t = torch.stack(values)
+        rewards_t = fold_truncation_bootstrap(torch.from_numpy(rewards), torch.from_numpy(truncated),
+                                              torch.from_numpy(final_values), config.gamma)
+        advantages = gae_advantages(rewards_t, values_t.detach(), torch.from_numpy(dones), bootstrap,
+                                    config.gamma, config.gae_lambda)
+        loss = a3c_loss(torch.stack(log_probs), torch.stack(entropies), values_t, advantages,
+                        config.value_loss_coef, config.entropy_coef)
+        model.zero_grad(set_to_none=True)
+        loss.total.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, config.max_grad_norm)
+        report = RolloutReport(steps * batch, finished_returns, finished_lengths, loss.policy.item(),
+                               loss.value.item(), loss.entropy.item(), grad_norm.item())
+        return local_gradients(model), report
+
+
+def run_worker(rank: int, config: Config, shared_model: torch.nn.Module, optimizer: SharedOptimizer,
+               env_steps, stop, queue) -> None:
+    """Process entry point: Hogwild updates of the shared model until told to stop."""
+    torch.set_num_threads(1)  # DESIGN.md fact 3: more threads deadlock or crawl
+    torch.manual_seed(config.seed + rank)
+    try:
+        learner = ActorLearner(config, env_seeds(config, rank))
+        shared_params = list(shared_model.parameters())
+        while not stop.is_set():
+            learner.load_weights(shared_params)
+            grads, report = learner.compute_gradient()
+            optimizer.step(grads, lr=current_lr(config, env_steps.value))
+            with env_steps.get_lock():
+                env_steps.value += report.env_steps
+                total = env_steps.value
+            queue.put(("update", rank, report))
+            if total >= config.max_steps:
+                stop.set()
+    except KeyboardInterrupt:
+        pass  # the trainer handles Ctrl-C; the worker just ends
+    except Exception:
+        queue.put(("error", rank, traceback.format_exc()))
+        raise SystemExit(1)
+
+
+def current_lr(config: Config, env_steps: int) -> float:
+    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr

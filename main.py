@@ -1,0 +1,115 @@
+"""Command line: `python main.py [OPTIONS]` trains; `python main.py evaluate` plays a checkpoint."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads (DESIGN.md fact 3)
+
+import sys
+
+import click
+
+from a3c.config import Config
+
+DEFAULTS = Config()
+
+
+def option(name: str, help: str, **kwargs):
+    """A training option whose default is the Config default of the same name."""
+    field = name.lstrip("-").split("/")[0].replace("-", "_")
+    return click.option(name, field, default=getattr(DEFAULTS, field), show_default=True, help=help, **kwargs)
+
+
+class TargetReturn(click.ParamType):
+    name = "FLOAT|auto|none"
+
+    def convert(self, value, param, ctx):
+        if value is None or value in ("auto", "none"):
+            return None if value == "none" else value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number, 'auto' or 'none'", param, ctx)
+
+
+TRAIN_OPTIONS = [
+    option("--env", "gymnasium id, also 'module:EnvId'"),
+    option("--num-processes", "worker processes (default: CPU cores)", type=int),
+    option("--envs-per-process", "environments each worker steps together", type=int),
+    option("--t-max", "rollout length: steps per environment per update", type=int),
+    option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
+    option("--seed", "worker i seeds torch and its env with seed + i", type=int),
+    option("--hidden-size", "width of the encoder and the LSTM", type=int),
+    option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
+    option("--sigma-init", "NoisyNet sigma_0", type=float),
+    option("--gamma", "discount factor", type=float),
+    option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
+    option("--value-loss-coef", "weight of the value loss", type=float),
+    option("--entropy-coef", "weight of the entropy bonus", type=float),
+    option("--max-grad-norm", "clip the gradient norm of each update", type=float),
+    option("--optimizer", "shared optimizer", type=click.Choice(["adam", "rmsprop"])),
+    option("--lr", "initial learning rate", type=float),
+    option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
+    option("--eval-interval", "seconds between greedy evaluations", type=float),
+    option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
+    option("--target-return", "stop when the eval mean reaches this (auto: the env's reward_threshold)",
+           type=TargetReturn()),
+    option("--log-interval", "env steps between rows of metrics.csv", type=int),
+    option("--print-interval", "seconds between progress lines", type=float),
+    option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
+    option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
+           type=click.Choice(["", "fork", "spawn", "forkserver"])),
+]
+
+
+def usage_errors():
+    """Errors a user can fix become click usage errors: one line, exit code 2."""
+    from a3c.checkpoint import CheckpointError
+    from a3c.config import ConfigError
+    from a3c.envs import EnvError
+    return ConfigError, EnvError, CheckpointError
+
+
+@click.pass_context
+def cli(ctx, **settings):
+    """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from a3c.trainer import train
+    try:
+        summary = train(Config(**settings))
+    except usage_errors() as error:
+        raise click.UsageError(str(error)) from None
+    if summary["stop_reason"] == "worker_failed":
+        sys.exit(1)
+
+
+for decorator in reversed(TRAIN_OPTIONS):
+    cli = decorator(cli)
+cli = click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})(cli)
+
+
+@cli.command()
+@click.option("--checkpoint", required=True, type=click.Path(dir_okay=False), help="a .pt file of a run")
+@click.option("--episodes", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--env", "env_id", default=None, help="play on this env instead of the checkpoint's")
+@click.option("--seed", default=0, show_default=True, type=int)
+def evaluate(checkpoint, episodes, env_id, seed):
+    """Play greedy episodes with a checkpoint's weights; print mean and std of the return."""
+    import statistics
+
+    from a3c.checkpoint import load_checkpoint
+    from a3c.evaluator import evaluate_model, model_from_checkpoint
+    try:
+        payload = load_checkpoint(checkpoint)
+        model, config = model_from_checkpoint(payload, env_id)
+        returns = evaluate_model(model, config.env, episodes, seed)
+    except usage_errors() as error:
+        raise click.UsageError(str(error)) from None
+    click.echo(f"{config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
+               f"over {episodes} episodes")
+
+
+if __name__ == "__main__":
+    cli()
