@@ -26,7 +26,7 @@ class EnvSpec:
 def make_env(env_id: str) -> gym.Env:
     """gymnasium.make with one-line errors; accepts the 'module:EnvId' form."""
     try:
-        env = gym.make(env_id)
+        env = gym.make(env_id, disable_env_checker=True)
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise EnvError(f"cannot make environment {env_id!r}: {reason}") from None

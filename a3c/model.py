@@ -69,7 +69,14 @@ class ActorCritic(nn.Module):
             if isinstance(module, NoisyLinear):
                 module.resample_noise(generator)
 
+    def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
+        """One recurrent step: the new (hx, cx); the heads read hx."""
+        return self.lstm(F.relu(self.encoder(obs)), state)
+
+    def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
+        return self.policy(hx), self.value(hx).squeeze(-1)
+
     def forward(self, obs: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, torch.Tensor, LSTMState]:
-        features = F.relu(self.encoder(obs))
-        hx, cx = self.lstm(features, state)
-        return self.policy(hx), self.value(hx).squeeze(-1), (hx, cx)
+        hx, cx = self.core(obs, state)
+        return (*self.heads(hx), (hx, cx))

@@ -1,0 +1,26 @@
+"""Shared setup: one torch thread per process before anything forks (DESIGN.md fact 3)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported anywhere in this process
+
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _swallow(*args, **kwargs) -> None:
+    pass
+
+
+@pytest.fixture
+def quiet():
+    """A print_fn for a3c.trainer.train that drops the progress output."""
+    return _swallow

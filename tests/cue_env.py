@@ -1,0 +1,61 @@
+"""Tiny test-only environments, registered with gymnasium when this module is imported.
+
+gymnasium.make("tests.cue_env:Cue-v0") imports this module, which registers the ids;
+forked worker processes inherit the registration.
+
+- Cue-v0: a one-step cue task. The observation is a one-hot cue (float32 Box); the
+  right action equals the cue index; reward 1 if right, else 0; the episode
+  terminates after that one step. Random play earns 1 / num_cues on average.
+- CueOffset-v0: the same with a Discrete action space that starts at 3.
+- CueTruncated-v0: the same, but the episode never terminates; a TimeLimit of two
+  steps truncates it, so the learner must bootstrap from the final observation.
+- DictCue-v0: the same with a Dict observation space, which the trainer refuses.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+NUM_CUES = 3
+
+
+class CueEnv(gym.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
+                 dict_obs: bool = False):
+        self.num_cues = num_cues
+        self.terminate = terminate
+        self.dict_obs = dict_obs
+        box = gym.spaces.Box(0.0, 1.0, (num_cues,), np.float32)
+        self.observation_space = gym.spaces.Dict({"cue": box}) if dict_obs else box
+        self.action_space = gym.spaces.Discrete(num_cues, start=action_start)
+        self.cue = 0
+
+    def _obs(self):
+        one_hot = np.zeros(self.num_cues, dtype=np.float32)
+        one_hot[self.cue] = 1.0
+        return {"cue": one_hot} if self.dict_obs else one_hot
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cue = int(self.np_random.integers(self.num_cues))
+        return self._obs(), {}
+
+    def step(self, action):
+        reward = 1.0 if int(action) - int(self.action_space.start) == self.cue else 0.0
+        if not self.terminate:  # a fresh cue every step until the time limit cuts the episode
+            self.cue = int(self.np_random.integers(self.num_cues))
+        return self._obs(), reward, self.terminate, False, {}
+
+
+def _register(env_id: str, **kwargs) -> None:
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=CueEnv, **kwargs)
+
+
+_register("Cue-v0", reward_threshold=0.95)
+_register("CueOffset-v0", kwargs={"action_start": 3})
+_register("CueTruncated-v0", kwargs={"terminate": False}, max_episode_steps=2)
+_register("DictCue-v0", kwargs={"dict_obs": True})

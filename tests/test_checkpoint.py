@@ -1,0 +1,120 @@
+"""save_checkpoint / load_checkpoint: round trip, and refusal of anything that is not ours."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from a3c.config import Config
+from a3c.model import ActorCritic
+
+
+class CreatesAFile:
+    """Unpickling this calls open(path, 'w'): the file's existence shows the pickle ran code."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
+    torch.manual_seed(0)
+    model = ActorCritic(4, 2, 8, True)
+    path = tmp_path / "sub" / "ck.pt"  # the parent folder is created
+    payload = {"config": Config(env="CartPole-v1", seed=3).to_dict(), "model": model.state_dict(),
+               "env_steps": 1234, "eval_return": 99.5, "optimizer": {"steps": torch.tensor(7.0, dtype=torch.float64)}}
+    save_checkpoint(path, payload)
+    loaded = load_checkpoint(path)
+    assert loaded["config"] == payload["config"]
+    assert Config.from_dict(loaded["config"]) == Config(env="CartPole-v1", seed=3)
+    assert loaded["env_steps"] == 1234 and loaded["eval_return"] == 99.5
+    assert loaded["optimizer"]["steps"].item() == 7.0
+    assert loaded["model"].keys() == payload["model"].keys()
+    for name, tensor in payload["model"].items():
+        assert torch.equal(loaded["model"][name], tensor)
+    restored = ActorCritic(4, 2, 8, True)
+    restored.load_state_dict(loaded["model"])
+    # nothing but the checkpoint is left behind (no temporary files)
+    assert [p.name for p in path.parent.iterdir()] == ["ck.pt"]
+
+
+def test_saving_again_replaces_the_file(tmp_path):
+    path = tmp_path / "ck.pt"
+    save_checkpoint(path, {"env_steps": 1})
+    save_checkpoint(path, {"env_steps": 2})
+    assert load_checkpoint(path)["env_steps"] == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]
+
+
+@pytest.mark.parametrize("writer", ["torch.save", "pickle.dump"])
+def test_a_crafted_pickle_is_refused_and_never_executed(tmp_path, writer):
+    marker = tmp_path / "pwned.txt"
+    path = tmp_path / "evil.pt"
+    payload = {"format": "a3c-checkpoint", "version": 1, "config": {}, "model": CreatesAFile(marker)}
+    with open(path, "wb") as file:
+        if writer == "torch.save":
+            torch.save(payload, file)
+        else:
+            pickle.dump(payload, file, protocol=2)
+    assert not marker.exists()
+    with pytest.raises(CheckpointError):
+        load_checkpoint(path)
+    assert not marker.exists()
+    # the file really is malicious: an unrestricted load would have created the marker
+    with open(path, "rb") as file:
+        if writer == "torch.save":
+            torch.load(file, weights_only=False)
+        else:
+            pickle.load(file)
+    assert marker.exists()
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "ck.pt"
+    save_checkpoint(path, {"model": ActorCritic(4, 2, 8, True).state_dict(), "config": Config().to_dict()})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"x", b"this is not a checkpoint\n", b"hello world", b"PK\x03\x04 broken zip"],
+                         ids=["empty", "x", "text", "hello", "broken-zip"])
+def test_garbage_files_are_refused(tmp_path, content):
+    path = tmp_path / "ck.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError):
+        load_checkpoint(path)
+
+
+def test_foreign_torch_file_without_the_format_key_is_refused(tmp_path):
+    path = tmp_path / "foreign.pt"
+    torch.save({"model": ActorCritic(4, 2, 8, True).state_dict(), "epoch": 3}, path)
+    with pytest.raises(CheckpointError, match="not an a3c checkpoint"):
+        load_checkpoint(path)
+
+
+def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
+    path = tmp_path / "tensor.pt"
+    torch.save(torch.zeros(3), path)
+    with pytest.raises(CheckpointError):
+        load_checkpoint(path)
+
+
+def test_other_checkpoint_version_is_refused(tmp_path):
+    path = tmp_path / "future.pt"
+    torch.save({"format": "a3c-checkpoint", "version": 999, "model": {}}, path)
+    with pytest.raises(CheckpointError, match="version"):
+        load_checkpoint(path)
+
+
+def test_missing_file_and_directory_are_refused(tmp_path):
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path / "nope.pt")
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path)

@@ -1,0 +1,167 @@
+"""End to end through the command line: python main.py ... in a subprocess, from the repo root."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from a3c.checkpoint import load_checkpoint, save_checkpoint
+from a3c.config import Config
+from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
+
+from .conftest import REPO_ROOT
+
+SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
+                "solved_env_steps", "solved_wall_seconds"}
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit code 2, no traceback, exactly one 'Error: ...' line that holds every word."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(error_lines) == 1, result.stderr
+    for word in words:
+        assert word in error_lines[0], error_lines[0]
+    return error_lines[0]
+
+
+def read_csv(path) -> tuple[list[str], list[dict]]:
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        return list(reader.fieldnames or []), list(reader)
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    """One short CartPole training run through the CLI, shared by the tests below."""
+    run_dir = tmp_path_factory.mktemp("cli") / "run"
+    result = run_cli("--env", "CartPole-v1", "--num-processes", "2", "--max-steps", "20000",
+                     "--eval-interval", "0.2", "--eval-episodes", "5", "--print-interval", "0.5",
+                     "--seed", "3", "--run-dir", str(run_dir), timeout=100)
+    return run_dir, result
+
+
+@pytest.mark.timeout(120)
+def test_training_run_writes_every_output(cartpole_run):
+    run_dir, result = cartpole_run
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["env"] == "CartPole-v1" and config["num_processes"] == 2 and config["max_steps"] == 20000
+    assert config["target_return"] == 475.0  # "auto" resolved from the env's reward_threshold
+    assert Config.from_dict(config).run_dir == str(run_dir)
+
+    columns, rows = read_csv(run_dir / "metrics.csv")
+    assert columns == TRAIN_COLUMNS and rows
+    assert int(rows[-1]["env_steps"]) >= 20000
+    columns, eval_rows = read_csv(run_dir / "eval.csv")
+    assert columns == EVAL_COLUMNS and eval_rows, "no evaluation in a run with --eval-interval 0.2"
+    for row in eval_rows:
+        assert float(row["min_return"]) <= float(row["mean_return"]) <= float(row["max_return"])
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert SUMMARY_KEYS <= summary.keys()
+    assert summary["env"] == "CartPole-v1"
+    assert isinstance(summary["env_steps"], int) and summary["env_steps"] >= 20000
+    assert isinstance(summary["wall_seconds"], float) and summary["wall_seconds"] > 0
+    assert isinstance(summary["steps_per_second"], (int, float)) and summary["steps_per_second"] > 0
+    assert summary["best_eval_return"] == pytest.approx(max(float(row["mean_return"]) for row in eval_rows))
+    assert isinstance(summary["solved"], bool)
+    if summary["solved"]:
+        assert isinstance(summary["solved_env_steps"], int) and isinstance(summary["solved_wall_seconds"], float)
+    else:
+        assert summary["solved_env_steps"] is None and summary["solved_wall_seconds"] is None
+
+    last = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert last["env_steps"] == summary["env_steps"]
+    assert last["config"] == config and last["model"] and "optimizer" in last
+    best = load_checkpoint(run_dir / "checkpoints" / "best.pt")
+    assert best["eval_return"] == pytest.approx(summary["best_eval_return"])
+    assert best["model"].keys() == last["model"].keys()
+
+
+@pytest.mark.timeout(120)
+def test_evaluate_plays_a_checkpoint_and_prints_the_mean(cartpole_run):
+    run_dir, _ = cartpole_run
+    result = run_cli("evaluate", "--checkpoint", str(run_dir / "checkpoints" / "last.pt"), "--episodes", "3")
+    assert result.returncode == 0, result.stderr
+    match = re.search(r"mean return (-?\d+(\.\d+)?)", result.stdout)
+    assert match, result.stdout
+    assert 1 <= float(match.group(1)) <= 500  # a CartPole return
+    assert "3 episodes" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_evaluate_on_an_env_with_other_spaces_is_a_usage_error(cartpole_run):
+    run_dir, _ = cartpole_run
+    result = run_cli("evaluate", "--checkpoint", str(run_dir / "checkpoints" / "last.pt"),
+                     "--episodes", "1", "--env", "Acrobot-v1")
+    assert_one_line_usage_error(result, "Acrobot-v1")
+
+
+@pytest.mark.timeout(60)
+def test_unknown_env_id_is_a_usage_error():
+    result = run_cli("--env", "NoSuchEnv-v0", "--max-steps", "100")
+    assert_one_line_usage_error(result, "NoSuchEnv-v0")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("env_id, words", [("Pendulum-v1", ["action space", "Box"]),
+                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
+def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
+    result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_usage_error(result, *words)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("args, option", [(["--t-max", "0"], "--t-max"), (["--gamma", "1.5"], "--gamma"),
+                                          (["--target-return", "soon"], "--target-return"),
+                                          (["--optimizer", "sgd"], "--optimizer")])
+def test_bad_option_value_is_a_usage_error(args, option, tmp_path):
+    result = run_cli(*args, "--env", "CartPole-v1", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_usage_error(result, option)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(60)
+def test_existing_non_empty_run_dir_is_refused_and_left_untouched(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").write_text("precious results\n")
+    result = run_cli("--env", "CartPole-v1", "--max-steps", "100", "--num-processes", "1", "--run-dir", str(run_dir))
+    assert_one_line_usage_error(result, str(run_dir))
+    assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.csv"]
+    assert (run_dir / "metrics.csv").read_text() == "precious results\n"
+
+
+def write_truncated_checkpoint(path) -> None:
+    save_checkpoint(path, {"config": Config(env="CartPole-v1").to_dict(), "model": {}})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["truncated", "garbage-text"])
+def test_unreadable_checkpoint_is_a_one_line_usage_error(kind, tmp_path):
+    path = tmp_path / "ck.pt"
+    if kind == "truncated":
+        write_truncated_checkpoint(path)
+    else:
+        path.write_text("this is not a checkpoint\n")
+    result = run_cli("evaluate", "--checkpoint", str(path), "--episodes", "1")
+    assert_one_line_usage_error(result, str(path))

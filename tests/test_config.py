@@ -1,0 +1,29 @@
+"""Config validation: bad values raise ConfigError naming the CLI option."""
+
+from __future__ import annotations
+
+import pytest
+
+from a3c.config import Config, ConfigError
+
+
+@pytest.mark.parametrize("field, value, option", [
+    ("t_max", 0, "--t-max"), ("gamma", 1.5, "--gamma"), ("gamma", 0.0, "--gamma"),
+    ("num_processes", 0, "--num-processes"), ("lr", 0.0, "--lr"), ("gae_lambda", 1.1, "--gae-lambda"),
+    ("optimizer", "sgd", "--optimizer"), ("eval_episodes", -1, "--eval-episodes"),
+    ("target_return", "soon", "--target-return"), ("max_grad_norm", 0.0, "--max-grad-norm"),
+])
+def test_bad_values_name_the_option(field, value, option):
+    with pytest.raises(ConfigError, match=option):
+        Config(**{field: value})
+
+
+def test_good_edge_values_are_accepted():
+    Config(gamma=1.0, gae_lambda=0.0, eval_episodes=0, target_return=None, entropy_coef=0.0)
+    Config(target_return=200.0, optimizer="rmsprop", start_method="fork")
+
+
+def test_dict_round_trip_ignores_unknown_keys():
+    config = Config(env="Acrobot-v1", seed=5, t_max=7)
+    values = config.to_dict() | {"from_a_newer_version": 1}
+    assert Config.from_dict(values) == config

@@ -1,0 +1,95 @@
+"""make_env / describe / EnvBatch (a3c.envs) with the test environments of tests/cue_env.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from a3c.envs import EnvBatch, EnvError, env_spec, make_env
+
+CUE = "tests.cue_env:Cue-v0"
+
+
+def test_env_spec_reads_sizes_and_reward_threshold():
+    spec = env_spec(CUE)
+    assert (spec.obs_size, spec.num_actions, spec.action_start) == (3, 3, 0)
+    assert spec.reward_threshold == 0.95
+    cartpole = env_spec("CartPole-v1")
+    assert (cartpole.obs_size, cartpole.num_actions, cartpole.reward_threshold) == (4, 2, 475.0)
+
+
+def test_unknown_env_id_is_a_one_line_env_error():
+    with pytest.raises(EnvError) as info:
+        make_env("NoSuchEnv-v0")
+    assert "NoSuchEnv-v0" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unknown_module_is_an_env_error():
+    with pytest.raises(EnvError):
+        make_env("no_such_module_xyz:Cue-v0")
+
+
+@pytest.mark.parametrize("env_id, words", [("Pendulum-v1", ["action space", "Box"]),
+                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
+def test_unsupported_spaces_are_refused_naming_the_space(env_id, words):
+    with pytest.raises(EnvError) as info:
+        make_env(env_id)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_env_batch_maps_action_indices_onto_a_discrete_space_with_a_start():
+    batch = EnvBatch("tests.cue_env:CueOffset-v0", seeds=[0, 1, 2, 3, 4, 5])
+    spec = batch.spec
+    assert (spec.num_actions, spec.action_start) == (3, 3)
+    cues = batch.obs.argmax(axis=1)
+    result = batch.step(cues)  # index i means action start + i, which the env rewards for cue i
+    assert result.rewards.tolist() == [1.0] * 6
+    wrong = batch.step((batch.obs.argmax(axis=1) + 1) % 3)
+    assert wrong.rewards.tolist() == [0.0] * 6
+    batch.close()
+
+
+def test_env_batch_resets_ended_episodes_and_reports_them():
+    batch = EnvBatch(CUE, seeds=[10, 11, 12, 13])
+    result = batch.step(batch.obs.argmax(axis=1))
+    assert result.terminated.all() and not result.truncated.any()
+    assert result.finished_returns == [1.0] * 4 and result.finished_lengths == [1] * 4
+    assert np.count_nonzero(result.final_obs) == 0  # kept only where truncated
+    # the next observations are fresh one-hot cues
+    assert (result.obs.sum(axis=1) == 1).all() and result.obs is batch.obs
+    batch.close()
+
+
+def test_env_batch_keeps_the_final_observation_of_a_truncated_episode():
+    batch = EnvBatch("tests.cue_env:CueTruncated-v0", seeds=[0, 1])
+    first = batch.step(np.zeros(2, dtype=np.int64))
+    assert not first.terminated.any() and not first.truncated.any() and first.finished_returns == []
+    second = batch.step(np.zeros(2, dtype=np.int64))
+    assert second.truncated.all() and not second.terminated.any()
+    assert second.finished_lengths == [2, 2]
+    assert (second.final_obs.sum(axis=1) == 1).all()  # the last observation, one-hot, not zeros
+    batch.close()
+
+
+def test_env_batch_seeds_make_it_reproducible():
+    a = EnvBatch(CUE, seeds=[3, 4, 5])
+    b = EnvBatch(CUE, seeds=[3, 4, 5])
+    for _ in range(5):
+        assert np.array_equal(a.obs, b.obs)
+        actions = np.zeros(3, dtype=np.int64)
+        a.step(actions)
+        b.step(actions)
+    a.close()
+    b.close()
+
+
+def test_random_play_on_the_cue_task_scores_about_one_over_the_number_of_cues():
+    batch = EnvBatch(CUE, seeds=list(range(50)))
+    rng = np.random.default_rng(0)
+    returns = []
+    for _ in range(12):
+        returns += batch.step(rng.integers(0, 3, size=50)).finished_returns
+    assert len(returns) == 600
+    assert 0.25 < np.mean(returns) < 0.42  # 1/3 +- about 4 standard errors
+    batch.close()

@@ -1,0 +1,138 @@
+"""NoisyLinear and ActorCritic (a3c.model)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+from a3c.config import Config
+from a3c.model import ActorCritic, NoisyLinear
+from a3c.worker import build_model
+
+
+def make_layer(in_features=16, out_features=8, sigma_init=0.017, seed=0) -> NoisyLinear:
+    torch.manual_seed(seed)
+    return NoisyLinear(in_features, out_features, sigma_init)
+
+
+def test_noisy_linear_init_mu_uniform_within_bound_and_sigma_constant():
+    in_features, out_features, sigma = 16, 64, 0.017
+    layer = make_layer(in_features, out_features, sigma)
+    bound = math.sqrt(3.0 / in_features)
+    for mu in (layer.weight_mu, layer.bias_mu):
+        assert mu.abs().max() <= bound
+    # uniform over the whole interval, not a narrower one: 1024 draws reach near both ends
+    assert layer.weight_mu.max() > 0.9 * bound and layer.weight_mu.min() < -0.9 * bound
+    assert torch.all(layer.weight_sigma == sigma) and torch.all(layer.bias_sigma == sigma)
+    assert layer.weight_sigma.shape == (out_features, in_features) and layer.bias_sigma.shape == (out_features,)
+
+
+def test_noisy_linear_sigma_init_is_configurable():
+    layer = make_layer(sigma_init=0.3)
+    assert torch.all(layer.weight_sigma == 0.3) and torch.all(layer.bias_sigma == 0.3)
+
+
+def test_noisy_linear_eval_mode_is_the_mean_path_and_ignores_resampling():
+    layer = make_layer()
+    layer.eval()
+    x = torch.randn(5, 16)
+    before = layer(x)
+    assert_close(before, F.linear(x, layer.weight_mu, layer.bias_mu), rtol=0, atol=0)
+    layer.resample_noise()
+    assert torch.equal(layer(x), before)
+    assert torch.equal(layer(x), before)
+
+
+def test_noisy_linear_train_mode_output_changes_only_when_noise_is_resampled():
+    layer = make_layer(sigma_init=0.5)
+    layer.train()
+    x = torch.randn(5, 16)
+    layer.resample_noise()
+    first = layer(x)
+    assert torch.equal(layer(x), first)  # the noise stays fixed for a whole rollout
+    assert not torch.allclose(first, F.linear(x, layer.weight_mu, layer.bias_mu))  # noise is applied
+    layer.resample_noise()
+    second = layer(x)
+    assert not torch.allclose(first, second)
+
+
+def test_noisy_linear_train_mode_uses_mu_plus_sigma_times_independent_noise():
+    layer = make_layer(sigma_init=0.5)
+    layer.resample_noise()
+    x = torch.randn(3, 16)
+    weight = layer.weight_mu + layer.weight_sigma * layer.weight_epsilon
+    bias = layer.bias_mu + layer.bias_sigma * layer.bias_epsilon
+    assert_close(layer(x), F.linear(x, weight, bias))
+    # independent noise: one draw per weight, not a factorised outer product (rank 1)
+    assert torch.linalg.matrix_rank(layer.weight_epsilon) > 1
+
+
+def test_noisy_linear_gradient_reaches_mu_and_sigma():
+    layer = make_layer(sigma_init=0.5)
+    layer.resample_noise()
+    layer(torch.randn(4, 16)).sum().backward()
+    for param in (layer.weight_mu, layer.bias_mu, layer.weight_sigma, layer.bias_sigma):
+        assert param.grad is not None and param.grad.abs().sum() > 0
+
+
+def test_resample_noise_with_a_generator_is_reproducible():
+    layer = make_layer(sigma_init=0.5)
+    x = torch.randn(2, 16)
+    layer.resample_noise(torch.Generator().manual_seed(5))
+    first = layer(x)
+    layer.resample_noise(torch.Generator().manual_seed(6))
+    assert not torch.allclose(layer(x), first)
+    layer.resample_noise(torch.Generator().manual_seed(5))
+    assert torch.equal(layer(x), first)
+
+
+def test_actor_critic_without_noise_uses_plain_linear_heads():
+    model = build_model(Config(noise=False, hidden_size=32), obs_size=4, num_actions=3)
+    assert type(model.policy) is nn.Linear and type(model.value) is nn.Linear
+    assert not any(isinstance(m, NoisyLinear) for m in model.modules())
+    # and resampling is harmless: the output does not change
+    obs, state = torch.randn(2, 4), model.initial_state(2)
+    before = model(obs, state)[0]
+    model.resample_noise()
+    assert torch.equal(model(obs, state)[0], before)
+
+
+def test_actor_critic_with_noise_uses_noisy_heads_with_the_configured_sigma():
+    model = build_model(Config(noise=True, sigma_init=0.05, hidden_size=32), obs_size=4, num_actions=3)
+    assert isinstance(model.policy, NoisyLinear) and isinstance(model.value, NoisyLinear)
+    assert torch.all(model.policy.weight_sigma == 0.05)
+
+
+@pytest.mark.parametrize("noise", [True, False])
+def test_actor_critic_forward_shapes_with_batch_and_lstm_state(noise):
+    torch.manual_seed(0)
+    batch, obs_size, num_actions, hidden = 5, 4, 3, 16
+    model = ActorCritic(obs_size, num_actions, hidden, noise)
+    state = model.initial_state(batch)
+    assert state[0].shape == state[1].shape == (batch, hidden)
+    assert torch.count_nonzero(state[0]) == 0 and torch.count_nonzero(state[1]) == 0
+    model.resample_noise()
+    obs = torch.randn(batch, obs_size)
+    logits, value, (hx, cx) = model(obs, state)
+    assert logits.shape == (batch, num_actions)
+    assert value.shape == (batch,)
+    assert hx.shape == cx.shape == (batch, hidden)
+    # the recurrent state matters: the same observation with the new state gives other outputs
+    logits2, value2, _ = model(obs, (hx, cx))
+    assert not torch.allclose(logits, logits2) or not torch.allclose(value, value2)
+
+
+def test_actor_critic_rows_of_a_batch_are_independent():
+    torch.manual_seed(0)
+    model = ActorCritic(4, 3, 16, True)
+    model.resample_noise()
+    obs = torch.randn(3, 4)
+    logits, value, _ = model(obs, model.initial_state(3))
+    logits1, value1, _ = model(obs[1:2], model.initial_state(1))
+    assert_close(logits[1:2], logits1)
+    assert_close(value[1:2], value1)

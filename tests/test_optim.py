@@ -1,0 +1,168 @@
+"""SharedAdam / SharedRMSprop: torch.optim's updates, and state shared across forked processes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch.testing import assert_close
+
+from a3c.config import Config
+from a3c.optim import SharedAdam, SharedRMSprop, linear_decay, make_optimizer
+from a3c.worker import current_lr
+
+TIGHT = {"rtol": 1e-6, "atol": 1e-8}  # the implementations should agree to rounding, if not exactly
+
+
+def initial_params() -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(123)
+    return [torch.randn(3, 4, generator=generator), torch.randn(5, generator=generator)]
+
+
+def gradient_sequence(steps: int) -> list[list[torch.Tensor]]:
+    generator = torch.Generator().manual_seed(7)
+    return [[torch.randn(3, 4, generator=generator), torch.randn(5, generator=generator)] for _ in range(steps)]
+
+
+def run_both(shared_cls, shared_kwargs, torch_cls, torch_kwargs, steps=20, lrs=None):
+    ours = [p.clone() for p in initial_params()]
+    theirs = [p.clone().requires_grad_() for p in initial_params()]
+    shared = shared_cls(ours, **shared_kwargs)
+    reference = torch_cls(theirs, **torch_kwargs)
+    for k, grads in enumerate(gradient_sequence(steps)):
+        lr = None if lrs is None else lrs[k]
+        shared.step([g.clone() for g in grads], lr=lr)
+        for param, grad in zip(theirs, grads):
+            param.grad = grad.clone()
+        if lr is not None:
+            reference.param_groups[0]["lr"] = lr
+        reference.step()
+    return shared, ours, reference, theirs
+
+
+def test_shared_adam_matches_torch_adam_over_20_steps():
+    shared, ours, reference, theirs = run_both(SharedAdam, {"lr": 1e-2}, torch.optim.Adam, {"lr": 1e-2})
+    for mine, start, ref in zip(ours, initial_params(), theirs):
+        assert not torch.equal(mine, start)  # the steps did move the parameters
+        assert_close(mine, ref.detach(), **TIGHT)
+    for i, ref in enumerate(theirs):
+        state = reference.state[ref]
+        assert_close(shared.state["exp_avg"][i], state["exp_avg"], **TIGHT)
+        assert_close(shared.state["exp_avg_sq"][i], state["exp_avg_sq"], **TIGHT)
+        assert float(shared.steps) == float(state["step"]) == 20
+
+
+def test_shared_adam_matches_torch_adam_with_custom_betas_and_per_step_lr():
+    lrs = [1e-2 * (1 - k / 20) + 1e-4 for k in range(20)]  # a decaying lr handed to each step
+    kwargs = {"lr": 3e-3, "betas": (0.8, 0.95), "eps": 1e-6}
+    _, ours, _, theirs = run_both(SharedAdam, kwargs, torch.optim.Adam, kwargs, lrs=lrs)
+    for mine, ref in zip(ours, theirs):
+        assert_close(mine, ref.detach(), **TIGHT)
+
+
+def test_shared_rmsprop_matches_torch_rmsprop_over_20_steps():
+    shared, ours, reference, theirs = run_both(SharedRMSprop, {"lr": 1e-2}, torch.optim.RMSprop,
+                                               {"lr": 1e-2, "alpha": 0.99, "eps": 1e-5})
+    for mine, ref in zip(ours, theirs):
+        assert_close(mine, ref.detach(), **TIGHT)
+    for i, ref in enumerate(theirs):
+        assert_close(shared.state["square_avg"][i], reference.state[ref]["square_avg"], **TIGHT)
+
+
+def test_make_optimizer_builds_the_named_optimizer_with_the_lr():
+    params = initial_params()
+    adam = make_optimizer("adam", params, 0.5)
+    rms = make_optimizer("rmsprop", params, 0.25)
+    assert isinstance(adam, SharedAdam) and adam.lr == 0.5
+    assert isinstance(rms, SharedRMSprop) and rms.lr == 0.25
+
+
+def test_step_refuses_a_wrong_number_of_gradients():
+    params = initial_params()
+    optimizer = SharedAdam(params)
+    with pytest.raises(ValueError):
+        optimizer.step([torch.zeros(3, 4)])
+
+
+def test_share_memory_moves_every_state_tensor_to_shared_memory():
+    for optimizer in (SharedAdam(initial_params()), SharedRMSprop(initial_params())):
+        optimizer.share_memory()
+        assert optimizer.steps.is_shared()
+        tensors = [t for group in optimizer.state.values() for t in group]
+        assert tensors and all(t.is_shared() for t in tensors)
+
+
+def test_state_dict_round_trip_continues_identically():
+    grads = gradient_sequence(10)
+    a_params = initial_params()
+    a = SharedAdam(a_params, lr=1e-2)
+    for g in grads[:5]:
+        a.step(g)
+    saved = a.state_dict()
+    b_params = [p.clone() for p in a_params]
+    b = SharedAdam(b_params, lr=1e-2)
+    b.load_state_dict(saved)
+    for g in grads[5:]:
+        a.step(g)
+        b.step(g)
+    assert float(b.steps) == 10
+    for x, y in zip(a_params, b_params):
+        assert torch.equal(x, y)
+
+
+ADAM_STEPS_IN_PARENT = 3
+ADAM_STEPS_PER_CHILD = 4
+CHILDREN = 3
+
+
+def _adam_child(optimizer: SharedAdam, grad_value: float) -> None:
+    torch.set_num_threads(1)
+    grads = [torch.full_like(p, grad_value) for p in optimizer.params]
+    for _ in range(ADAM_STEPS_PER_CHILD):
+        optimizer.step(grads)
+
+
+@pytest.mark.timeout(60)
+def test_shared_adam_state_and_step_counter_are_shared_with_forked_workers():
+    g, lr = 0.5, 1e-2
+    params = [p.share_memory_() for p in initial_params()]
+    optimizer = SharedAdam(params, lr=lr).share_memory()
+    grads = [torch.full_like(p, g) for p in params]
+    for _ in range(ADAM_STEPS_IN_PARENT):
+        optimizer.step(grads)
+
+    ctx = mp.get_context("fork")
+    for _ in range(CHILDREN):  # one after another: no races, so exact expectations
+        process = ctx.Process(target=_adam_child, args=(optimizer, g))
+        process.start()
+        process.join(30)
+        assert process.exitcode == 0
+
+    n = ADAM_STEPS_IN_PARENT + CHILDREN * ADAM_STEPS_PER_CHILD
+    beta1, beta2 = optimizer.betas
+    assert float(optimizer.steps) == n
+    for exp_avg, exp_avg_sq in zip(optimizer.state["exp_avg"], optimizer.state["exp_avg_sq"]):
+        assert_close(exp_avg, torch.full_like(exp_avg, g * (1 - beta1 ** n)), rtol=1e-5, atol=1e-7)
+        assert_close(exp_avg_sq, torch.full_like(exp_avg_sq, g * g * (1 - beta2 ** n)), rtol=1e-5, atol=1e-9)
+
+    # the parameters saw the same n updates, with the global step in the bias correction
+    reference = [p.clone() for p in initial_params()]
+    single = SharedAdam(reference, lr=lr)
+    for _ in range(n):
+        single.step(grads)
+    for shared_param, expected in zip(params, reference):
+        assert_close(shared_param, expected, **TIGHT)
+
+
+def test_linear_decay_values():
+    assert linear_decay(1e-3, 0, 1000) == pytest.approx(1e-3)
+    assert linear_decay(1e-3, 250, 1000) == pytest.approx(7.5e-4)
+    assert linear_decay(1e-3, 500, 1000) == pytest.approx(5e-4)
+    assert linear_decay(1e-3, 1000, 1000) == 0.0
+    assert linear_decay(1e-3, 1500, 1000) == 0.0  # past the budget: zero, never negative
+
+
+def test_current_lr_decays_only_when_asked():
+    config = Config(lr=2e-3, max_steps=1000, lr_decay=True)
+    assert current_lr(config, 500) == pytest.approx(1e-3)
+    assert current_lr(config.replace(lr_decay=False), 500) == pytest.approx(2e-3)
