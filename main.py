@@ -81,7 +81,7 @@ def cli(ctx, **settings):
         summary = train(Config(**settings))
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
-    if summary["stop_reason"] == "worker_failed":
+    if summary["stop_reason"] in ("worker_failed", "evaluator_failed"):
         sys.exit(1)
 
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import pickle
 import tempfile
-import zipfile
 from pathlib import Path
 
 import torch
@@ -40,11 +38,14 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {path} does not exist") from None
-    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, OSError) as error:
+    except Exception as error:  # torch's restricted unpickler raises many kinds on garbage
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(f"{path} is not a readable checkpoint: {first_line}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an a3c checkpoint")
     if payload.get("version") != VERSION:
         raise CheckpointError(f"{path} has checkpoint version {payload.get('version')}, expected {VERSION}")
+    missing = [key for key in ("config", "model") if key not in payload]
+    if missing:
+        raise CheckpointError(f"{path} lacks {', '.join(missing)}")
     return payload

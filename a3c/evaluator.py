@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,9 @@ def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, qu
                 stop.set()
     except KeyboardInterrupt:
         pass
+    except Exception:
+        queue.put(("error", "evaluator", traceback.format_exc()))
+        raise SystemExit(1)
     finally:
         for env in envs:
             env.close()

@@ -69,7 +69,8 @@ class MetricsWriter:
         elif kind == "eval":
             self._on_eval(*message[1:])
         elif kind == "error":
-            self.errors.append(f"worker {message[1]} failed:\n{message[2]}")
+            source = message[1] if isinstance(message[1], str) else f"worker {message[1]}"
+            self.errors.append(f"{source} failed:\n{message[2]}")
 
     def _on_update(self, report) -> None:
         self.env_steps += report.env_steps

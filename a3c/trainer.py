@@ -93,13 +93,16 @@ def train(config: Config, print_fn=print) -> dict:
         process.start()
 
     stop_reason = "max_steps"
-    workers = processes[:config.num_processes]
+    workers, evaluator = processes[:config.num_processes], processes[config.num_processes:]
     try:
         while not stop.is_set():
             drain(queue, writer, timeout=0.05)
             writer.maybe_print()
             if any(p.exitcode not in (None, 0) for p in workers):
                 stop_reason = "worker_failed"
+                break
+            if any(p.exitcode not in (None, 0) for p in evaluator):
+                stop_reason = "evaluator_failed"
                 break
             if not any(p.is_alive() for p in workers):
                 break

@@ -43,10 +43,17 @@ def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["ck.pt"]
 
 
+def test_a_checkpoint_without_weights_is_refused(tmp_path):
+    path = tmp_path / "ck.pt"
+    save_checkpoint(path, {"config": {}})
+    with pytest.raises(CheckpointError, match="lacks model"):
+        load_checkpoint(path)
+
+
 def test_saving_again_replaces_the_file(tmp_path):
     path = tmp_path / "ck.pt"
-    save_checkpoint(path, {"env_steps": 1})
-    save_checkpoint(path, {"env_steps": 2})
+    save_checkpoint(path, {"config": {}, "model": {}, "env_steps": 1})
+    save_checkpoint(path, {"config": {}, "model": {}, "env_steps": 2})
     assert load_checkpoint(path)["env_steps"] == 2
     assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]
 

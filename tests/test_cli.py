@@ -114,9 +114,10 @@ def test_evaluate_on_an_env_with_other_spaces_is_a_usage_error(cartpole_run):
 
 
 @pytest.mark.timeout(60)
-def test_unknown_env_id_is_a_usage_error():
-    result = run_cli("--env", "NoSuchEnv-v0", "--max-steps", "100")
+def test_unknown_env_id_is_a_usage_error(tmp_path):
+    result = run_cli("--env", "NoSuchEnv-v0", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, "NoSuchEnv-v0")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.timeout(60)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -17,7 +18,7 @@ from torch.testing import assert_close
 
 from a3c.config import Config
 from a3c.optim import SharedOptimizer
-from a3c.worker import ActorLearner, local_gradients
+from a3c.worker import ActorLearner, local_gradients, sample_actions
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 
@@ -166,3 +167,27 @@ def test_actor_learner_handles_truncated_episodes():
     assert report.env_steps == 6 * 4
     assert set(report.finished_lengths) == {2} and len(report.finished_lengths) == 3 * 4
     assert all(torch.isfinite(g).all() for g in grads)
+
+
+def test_sample_actions_inverts_the_cumulative_distribution():
+    probs = np.array([[0.2, 0.5, 0.3]] * 5, dtype=np.float32)
+    uniform = np.array([0.1, 0.3, 0.69, 0.71, 0.999999])
+    assert sample_actions(probs, uniform).tolist() == [0, 1, 1, 2, 2]
+    certain = np.array([[0.0, 1.0, 0.0]] * 3, dtype=np.float32)
+    assert sample_actions(certain, np.array([1e-9, 0.5, 0.999999])).tolist() == [1, 1, 1]
+
+
+def test_sample_actions_frequencies_follow_the_probabilities():
+    rng = np.random.default_rng(0)
+    probs = np.tile(np.array([0.1, 0.6, 0.3], dtype=np.float32), (20_000, 1))
+    counts = np.bincount(sample_actions(probs, rng.random(20_000)), minlength=3) / 20_000
+    assert np.allclose(counts, [0.1, 0.6, 0.3], atol=0.015)  # about 4 standard errors
+
+
+def test_sample_actions_never_picks_an_action_of_probability_zero():
+    # float32 softmax rows often sum to 0.99999994; a uniform draw above that must not fall
+    # through to the last action when that action's probability is 0
+    probs = torch.softmax(torch.tensor([[1.0, 2.5, -200.0]]), dim=-1).numpy()
+    assert probs[0, 2] == 0.0
+    largest_uniform = np.array([np.nextafter(1.0, 0.0)])  # the largest value rng.random() can return
+    assert sample_actions(probs, largest_uniform).item() != 2
