@@ -21,7 +21,7 @@ class Config:
     env: str = "CartPole-v1"
     num_processes: int = os.cpu_count() or 1
     envs_per_process: int = 8
-    t_max: int = 20
+    t_max: int = 10
     max_steps: int = 1_000_000
     seed: int = 0
     # model
@@ -31,15 +31,15 @@ class Config:
     # loss and returns
     gamma: float = 0.99
     gae_lambda: float = 1.0
-    value_loss_coef: float = 0.25
-    entropy_coef: float = 0.01
+    value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
+    entropy_coef: float = 0.0  # NoisyNet explores; the paper drops the entropy bonus for NoisyNet-A3C
     max_grad_norm: float = 5.0
     # optimizer
     optimizer: str = "adam"
-    lr: float = 1e-3
+    lr: float = 3e-3
     lr_decay: bool = True
     # evaluation and logging
-    eval_interval: float = 1.0
+    eval_interval: float = 0.5
     eval_episodes: int = 10
     target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
     log_interval: int = 20_000
