@@ -64,15 +64,25 @@ def env_spec(env_id: str) -> EnvSpec:
 
 @dataclass
 class StepResult:
-    """One step of every environment in a batch; ended episodes are already reset."""
+    """One step of every environment in a batch."""
 
-    obs: np.ndarray  # [K, obs_size], float32, the next observation (a reset one where ended)
+    obs: np.ndarray  # [K, obs_size], float32, the observation to act on next
     rewards: np.ndarray  # [K], float32
     terminated: np.ndarray  # [K], bool
     truncated: np.ndarray  # [K], bool
     final_obs: np.ndarray  # [K, obs_size], the last observation where truncated, else zeros
     finished_returns: list  # undiscounted returns of episodes that ended at this step
     finished_lengths: list
+    valid: np.ndarray  # [K], bool: False where this step only reset an env (no transition to learn)
+
+
+def make_env_batch(env_id: str, seeds: list[int]):
+    """K environments for one worker: gymnasium's numpy-vectorised implementation where the
+    env has one (CartPole: 50 us for 32 envs against 480 us in a loop), else a loop."""
+    spec = gym.registry.get(env_id)
+    if len(seeds) > 1 and spec is not None and spec.vector_entry_point is not None:
+        return VectorEnvBatch(env_id, seeds)
+    return EnvBatch(env_id, seeds)
 
 
 class EnvBatch:
@@ -122,8 +132,50 @@ class EnvBatch:
             next_obs[i] = obs
         self.obs = next_obs
         return StepResult(next_obs, rewards, terminated, truncated, final_obs,
-                          finished_returns, finished_lengths)
+                          finished_returns, finished_lengths, np.ones(size, dtype=bool))
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class VectorEnvBatch:
+    """A gymnasium vector entry point, which resets an ended env on the NEXT step.
+
+    That reset step ignores the action and yields no transition: it is reported
+    as not valid, so the learner masks it out of the loss and restarts the
+    LSTM state after it.
+    """
+
+    def __init__(self, env_id: str, seeds: list[int]):
+        self.env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
+        single = make_env(env_id)
+        self.spec = describe(single)
+        single.close()
+        size = len(seeds)
+        self.obs, _ = self.env.reset(seed=seeds[0])
+        self._returns = np.zeros(size, dtype=np.float64)
+        self._lengths = np.zeros(size, dtype=np.int64)
+        self._resetting = np.zeros(size, dtype=bool)
+
+    def __len__(self) -> int:
+        return self.env.num_envs
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        obs, rewards, terminated, truncated, _ = self.env.step(actions + self.spec.action_start)
+        valid = ~self._resetting
+        self._returns += rewards
+        self._lengths += valid
+        ended = terminated | truncated
+        truncated = truncated & ~terminated
+        final_obs = np.where(truncated[:, None], obs, 0).astype(np.float32)
+        finished_returns = self._returns[ended].tolist()
+        finished_lengths = self._lengths[ended].tolist()
+        self._returns[ended], self._lengths[ended] = 0.0, 0
+        self._resetting = ended
+        self.obs = obs
+        return StepResult(obs, rewards.astype(np.float32), terminated, truncated, final_obs,
+                          finished_returns, finished_lengths, valid)
+
+    def close(self) -> None:
+        self.env.close()

@@ -51,14 +51,20 @@ class Loss(NamedTuple):
     entropy: torch.Tensor
 
 
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    return x.mean() if mask is None else (x * mask).sum() / mask.sum().clamp_min(1)
+
+
 def a3c_loss(log_probs: torch.Tensor, entropies: torch.Tensor, values: torch.Tensor,
-             advantages: torch.Tensor, value_loss_coef: float, entropy_coef: float) -> Loss:
+             advantages: torch.Tensor, value_loss_coef: float, entropy_coef: float,
+             mask: torch.Tensor | None = None) -> Loss:
     """Policy gradient with advantage + value regression - entropy bonus, averaged over [T, B].
 
     `advantages` must be detached; the value target is advantages + values.
+    `mask` (1 = a real transition) leaves out the steps that only reset an env.
     """
     returns = advantages + values.detach()
-    policy = -(log_probs * advantages).mean()
-    value = 0.5 * (returns - values).pow(2).mean()
-    entropy = entropies.mean()
+    policy = -masked_mean(log_probs * advantages, mask)
+    value = 0.5 * masked_mean((returns - values).pow(2), mask)
+    entropy = masked_mean(entropies, mask)
     return Loss(policy + value_loss_coef * value - entropy_coef * entropy, policy, value, entropy)

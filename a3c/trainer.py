@@ -18,6 +18,7 @@ from .config import Config, ConfigError
 from .envs import env_spec
 from .evaluator import run_evaluator
 from .metrics import MetricsWriter
+from .flat import flatten_parameters
 from .optim import make_optimizer
 from .worker import build_model, current_lr, run_worker
 
@@ -74,8 +75,10 @@ def train(config: Config, print_fn=print) -> dict:
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
 
     torch.manual_seed(config.seed)
-    model = build_model(config, spec.obs_size, spec.num_actions).share_memory()
-    optimizer = make_optimizer(config.optimizer, model.parameters(), config.lr).share_memory()
+    model = build_model(config, spec.obs_size, spec.num_actions)
+    flat_weights = flatten_parameters(model).share_memory_()
+    model.share_memory()  # the noise buffers; the parameters are views of flat_weights
+    optimizer = make_optimizer(config.optimizer, [flat_weights], config.lr).share_memory()
 
     ctx = mp.get_context(start_method(config))
     env_steps, stop, queue = ctx.Value("q", 0), ctx.Event(), ctx.Queue()

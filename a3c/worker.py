@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from .config import Config
-from .envs import EnvBatch
+from .envs import make_env_batch
+from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import ActorCritic
 from .optim import SharedOptimizer, linear_decay
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
@@ -38,11 +39,6 @@ def build_model(config: Config, obs_size: int, num_actions: int) -> ActorCritic:
     return ActorCritic(obs_size, num_actions, config.hidden_size, config.noise, config.sigma_init)
 
 
-def local_gradients(model: torch.nn.Module) -> list[torch.Tensor]:
-    """This step's gradient of every parameter (zeros for an unused one), in parameter order."""
-    return [p.grad if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
-
-
 class ActorLearner:
     """A local model and K environments; each call plays t_max steps and returns a gradient.
 
@@ -51,23 +47,25 @@ class ActorLearner:
 
     def __init__(self, config: Config, seeds: list[int]):
         self.config = config
-        self.envs = EnvBatch(config.env, seeds)
+        self.envs = make_env_batch(config.env, seeds)
         spec = self.envs.spec
         self.model = build_model(config, spec.obs_size, spec.num_actions)
-        self.params = list(self.model.parameters())
+        self.flat_params = flatten_parameters(self.model)
+        self.flat_grad = attach_flat_gradient(self.model)
         self.state = self.model.initial_state(len(self.envs))
         self.rng = np.random.default_rng(seeds[0])
 
     @torch.no_grad()
-    def load_weights(self, weights: list[torch.Tensor]) -> None:
-        torch._foreach_copy_(self.params, weights)
+    def load_weights(self, flat_weights: torch.Tensor) -> None:
+        self.flat_params.copy_(flat_weights)
 
-    def compute_gradient(self) -> tuple[list[torch.Tensor], RolloutReport]:
+    def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """Play t_max steps in every env, then backpropagate the A3C loss once.
 
         Only the encoder and LSTM run with autograd inside the loop; the heads run
         once over the stacked hidden states afterwards, which halves the backward
         pass. Actions come from a no-grad pass of the same (noisy) policy head.
+        Returns the flat gradient (a buffer this learner reuses on its next call).
         """
         config, model, envs = self.config, self.model, self.envs
         steps, batch = config.t_max, len(envs)
@@ -79,6 +77,7 @@ class ActorLearner:
         dones = np.zeros((steps, batch), dtype=np.float32)
         truncated = np.zeros((steps, batch), dtype=np.float32)
         final_values = np.zeros((steps, batch), dtype=np.float32)
+        valid = np.ones((steps, batch), dtype=np.float32)
         finished_returns, finished_lengths = [], []
         for t in range(steps):
             hx, cx = model.core(torch.from_numpy(envs.obs), (hx, cx))
@@ -90,11 +89,13 @@ class ActorLearner:
             rewards[t] = result.rewards
             ended = result.terminated | result.truncated
             dones[t] = ended
+            valid[t] = result.valid
             if result.truncated.any():
                 truncated[t] = result.truncated
                 final_values[t] = self.value_of(result.final_obs, (hx, cx))
-            if ended.any():  # a new episode starts from a fresh LSTM state
-                keep = torch.from_numpy(~ended).unsqueeze(1).float()
+            restart = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
+            if restart.any():
+                keep = torch.from_numpy(~restart).unsqueeze(1).float()
                 hx, cx = hx * keep, cx * keep
             finished_returns += result.finished_returns
             finished_lengths += result.finished_lengths
@@ -109,13 +110,15 @@ class ActorLearner:
                                               torch.from_numpy(final_values), config.gamma)
         advantages = gae_advantages(rewards_t, values.detach(), torch.from_numpy(dones), bootstrap,
                                     config.gamma, config.gae_lambda)
-        loss = a3c_loss(log_probs, entropies, values, advantages, config.value_loss_coef, config.entropy_coef)
-        model.zero_grad(set_to_none=True)
+        mask = None if valid.all() else torch.from_numpy(valid)
+        loss = a3c_loss(log_probs, entropies, values, advantages, config.value_loss_coef, config.entropy_coef,
+                        mask)
+        self.flat_grad.zero_()  # the gradient of this rollout only (DESIGN.md fact 1)
         loss.total.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, config.max_grad_norm)
-        report = RolloutReport(steps * batch, finished_returns, finished_lengths, loss.policy.item(),
+        grad_norm = clip_norm_(self.flat_grad, config.max_grad_norm)
+        report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy.item(),
                                loss.value.item(), loss.entropy.item(), grad_norm.item())
-        return local_gradients(model), report
+        return self.flat_grad, report
 
     @torch.no_grad()
     def value_of(self, obs: np.ndarray, state) -> np.ndarray:
@@ -140,11 +143,11 @@ def run_worker(rank: int, config: Config, shared_model: torch.nn.Module, optimiz
     torch.manual_seed(config.seed + rank)
     try:
         learner = ActorLearner(config, env_seeds(config, rank))
-        shared_params = list(shared_model.parameters())
+        shared_weights = optimizer.params[0]  # the shared model's flat parameter tensor
         while not stop.is_set():
-            learner.load_weights(shared_params)
-            grads, report = learner.compute_gradient()
-            optimizer.step(grads, lr=current_lr(config, env_steps.value))
+            learner.load_weights(shared_weights)
+            grad, report = learner.compute_gradient()
+            optimizer.step([grad], lr=current_lr(config, env_steps.value))
             with env_steps.get_lock():
                 env_steps.value += report.env_steps
                 total = env_steps.value

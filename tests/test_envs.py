@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from a3c.envs import EnvBatch, EnvError, env_spec, make_env
+from a3c.envs import EnvBatch, EnvError, VectorEnvBatch, env_spec, make_env, make_env_batch
 
 CUE = "tests.cue_env:Cue-v0"
 
@@ -93,3 +93,26 @@ def test_random_play_on_the_cue_task_scores_about_one_over_the_number_of_cues():
     assert len(returns) == 600
     assert 0.25 < np.mean(returns) < 0.42  # 1/3 +- about 4 standard errors
     batch.close()
+
+
+def test_cartpole_batches_use_the_vectorised_implementation_and_a_loop_elsewhere():
+    assert isinstance(make_env_batch("CartPole-v1", seeds=[0, 1]), VectorEnvBatch)
+    assert isinstance(make_env_batch("CartPole-v1", seeds=[0]), EnvBatch)
+    assert isinstance(make_env_batch(CUE, seeds=[0, 1]), EnvBatch)
+
+
+def test_vector_batch_marks_the_reset_step_after_an_episode_ends_as_not_valid():
+    batch = VectorEnvBatch("CartPole-v1", seeds=[0, 1, 2])
+    always_left = np.zeros(3, dtype=np.int64)  # falls over within a few dozen steps
+    ended_before = np.zeros(3, dtype=bool)
+    finished = []
+    for _ in range(200):
+        result = batch.step(always_left)
+        assert np.array_equal(result.valid, ~ended_before)  # exactly the step after an end
+        assert np.all(result.rewards[~result.valid] == 0)
+        ended_before = result.terminated | result.truncated
+        assert not np.any(ended_before & ~result.valid)  # a reset step never ends an episode
+        finished += list(zip(result.finished_returns, result.finished_lengths))
+    assert len(finished) >= 3
+    # CartPole pays 1 per real step, so each episode's return equals its length
+    assert all(ret == length and length > 1 for ret, length in finished)

@@ -18,7 +18,8 @@ from torch.testing import assert_close
 
 from a3c.config import Config
 from a3c.optim import SharedOptimizer
-from a3c.worker import ActorLearner, local_gradients, sample_actions
+from a3c.flat import attach_flat_gradient, flatten_parameters
+from a3c.worker import ActorLearner, sample_actions
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 
@@ -50,48 +51,56 @@ def known_loss(model: TwoParams, rank: int, step: int) -> torch.Tensor:
     return (model.w * c_w).sum() + (model.b * c_b).sum()
 
 
+def flat(*tensors: torch.Tensor) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def shared_two_params() -> tuple[TwoParams, torch.Tensor]:
+    """The trainer's layout: the shared model's parameters are views of one flat shared tensor."""
+    shared = TwoParams()
+    weights = flatten_parameters(shared).share_memory_()
+    return shared, weights
+
+
 def train_steps(rank: int, shared: TwoParams, optimizer: SharedOptimizer, steps: int, lock) -> None:
-    """What a worker does: copy the shared weights, zero the local grads, backward, hand off."""
+    """What a worker does: copy the shared weights, zero the local flat grad, backward, hand off."""
     torch.set_num_threads(1)
     local = copy.deepcopy(shared)
+    local_weights = flatten_parameters(local)
+    local_grad = attach_flat_gradient(local)
     for step in range(steps):
         with torch.no_grad():
-            for local_param, shared_param in zip(local.parameters(), shared.parameters()):
-                local_param.copy_(shared_param)
-        local.zero_grad(set_to_none=True)
+            local_weights.copy_(optimizer.params[0])
+        local_grad.zero_()
         known_loss(local, rank, step).backward()
-        grads = local_gradients(local)
         with lock:  # serialise the updates: this test is about the hand-off, not Hogwild races
-            optimizer.step(grads, lr=LR)
+            optimizer.step([local_grad], lr=LR)
 
 
-def test_local_gradients_return_exactly_the_fresh_gradient_each_step():
+def test_flat_gradient_holds_exactly_the_fresh_gradient_each_step():
     model = TwoParams()
+    flatten_parameters(model)
+    grad = attach_flat_gradient(model)
     for step in range(4):
         with torch.no_grad():
             model.w.mul_(-1.5)  # the weights change between steps, the gradient must not care
-        model.zero_grad(set_to_none=True)
+        grad.zero_()
         known_loss(model, rank=0, step=step).backward()
-        grads = local_gradients(model)
-        c_w, c_b = known_gradients(0, step)
-        assert len(grads) == 2
-        assert_close(grads[0], c_w, rtol=0, atol=0)
-        assert_close(grads[1], c_b, rtol=0, atol=0)
+        assert_close(grad, flat(*known_gradients(0, step)), rtol=0, atol=0)
 
 
-def test_local_gradients_give_zeros_for_an_unused_parameter():
+def test_flat_gradient_is_zero_for_an_unused_parameter():
     model = TwoParams()
-    model.zero_grad(set_to_none=True)
+    flatten_parameters(model)
+    grad = attach_flat_gradient(model)
     (model.w * 2.0).sum().backward()  # b takes no part in this loss
-    grads = local_gradients(model)
-    assert_close(grads[0], torch.full((4,), 2.0))
-    assert grads[1].shape == model.b.shape and torch.count_nonzero(grads[1]) == 0
+    assert_close(grad, flat(torch.full((4,), 2.0), torch.zeros(2, 3)))
 
 
 def test_single_process_optimizer_receives_each_step_gradient():
-    shared = TwoParams()
+    shared, weights = shared_two_params()
     w0, b0 = shared.w.detach().clone(), shared.b.detach().clone()
-    optimizer = PlainSGD(shared.parameters(), lr=1.0)
+    optimizer = PlainSGD([weights], lr=1.0)
     train_steps(0, shared, optimizer, steps=5, lock=mp.get_context("fork").Lock())
     sum_w = sum(known_gradients(0, k)[0] for k in range(5))
     sum_b = sum(known_gradients(0, k)[1] for k in range(5))
@@ -103,9 +112,9 @@ def test_single_process_optimizer_receives_each_step_gradient():
 @pytest.mark.timeout(60)
 def test_hand_off_across_forked_processes_applies_every_gradient_once():
     steps, ranks = 5, [1, 2]
-    shared = TwoParams().share_memory()
+    shared, weights = shared_two_params()
     w0, b0 = shared.w.detach().clone(), shared.b.detach().clone()
-    optimizer = PlainSGD(shared.parameters(), lr=1.0).share_memory()
+    optimizer = PlainSGD([weights], lr=1.0).share_memory()
     ctx = mp.get_context("fork")
     lock = ctx.Lock()
     processes = [ctx.Process(target=train_steps, args=(rank, shared, optimizer, steps, lock)) for rank in ranks]
@@ -133,22 +142,21 @@ def cue_config(**changes) -> Config:
 def test_actor_learner_gradient_does_not_carry_what_was_in_grad_before():
     torch.manual_seed(0)
     learner = ActorLearner(cue_config(max_grad_norm=1e9), seeds=[0, 1, 2, 3])  # no clipping
-    grads, _ = learner.compute_gradient()
-    assert len(grads) == len(list(learner.model.parameters()))
-    for param in learner.model.parameters():  # leftovers a missing zero_grad would add in
-        param.grad = torch.full_like(param, 1e6)
-    grads, _ = learner.compute_gradient()
-    assert max(g.abs().max().item() for g in grads) < 1e3
+    grad, _ = learner.compute_gradient()
+    assert grad.numel() == sum(p.numel() for p in learner.model.parameters())
+    for param in learner.model.parameters():  # leftovers a missing zero would add in
+        param.grad.fill_(1e6)
+    grad, _ = learner.compute_gradient()
+    assert grad.abs().max().item() < 1e3
 
 
 def test_actor_learner_clips_the_gradient_norm():
     torch.manual_seed(0)
     max_norm = 1e-4
     learner = ActorLearner(cue_config(max_grad_norm=max_norm), seeds=[0, 1, 2, 3])
-    grads, report = learner.compute_gradient()
+    grad, report = learner.compute_gradient()
     assert report.grad_norm > max_norm  # the unclipped norm, so clipping had work to do
-    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
-    assert total.item() == pytest.approx(max_norm, rel=1e-3)
+    assert torch.linalg.vector_norm(grad).item() == pytest.approx(max_norm, rel=1e-3)
 
 
 def test_actor_learner_report_counts_steps_and_episodes():
@@ -163,10 +171,10 @@ def test_actor_learner_report_counts_steps_and_episodes():
 def test_actor_learner_handles_truncated_episodes():
     torch.manual_seed(0)
     learner = ActorLearner(cue_config(env="tests.cue_env:CueTruncated-v0", t_max=6), seeds=[0, 1, 2, 3])
-    grads, report = learner.compute_gradient()
+    grad, report = learner.compute_gradient()
     assert report.env_steps == 6 * 4
     assert set(report.finished_lengths) == {2} and len(report.finished_lengths) == 3 * 4
-    assert all(torch.isfinite(g).all() for g in grads)
+    assert torch.isfinite(grad).all()
 
 
 def test_sample_actions_inverts_the_cumulative_distribution():
