@@ -8,46 +8,45 @@ import time
 import traceback
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 from .checkpoint import save_checkpoint
 from .config import Config
-from .envs import EnvError, env_spec, make_env
+from .envs import EnvError, env_spec, make_vector_env
 from .model import ActorCritic
 from .worker import build_model
 
 
 @torch.no_grad()
-def play_greedy_episodes(model: ActorCritic, envs: list, seeds: list[int], stop=None) -> list[float]:
-    """One episode in each env, all stepped together with one forward pass per step.
+def play_greedy_episodes(model: ActorCritic, envs: gym.vector.VectorEnv, seed: int, stop=None) -> list[float]:
+    """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
     Greedy (argmax) actions from the mean weights; returns the undiscounted returns.
-    Stops early (returning what finished) when `stop` is set.
+    An env that finished keeps being stepped (vector envs step all) but is no
+    longer counted. Stops early, returning what finished, when `stop` is set.
     """
     model.eval()
-    obs = np.stack([env.reset(seed=seed)[0] for env, seed in zip(envs, seeds)]).astype(np.float32)
-    state = model.initial_state(len(envs))
-    returns = np.zeros(len(envs))
-    active = np.ones(len(envs), dtype=bool)
-    start = envs[0].action_space.start
+    obs, _ = envs.reset(seed=seed)
+    state = model.initial_state(envs.num_envs)
+    returns = np.zeros(envs.num_envs)
+    active = np.ones(envs.num_envs, dtype=bool)
+    start = envs.single_action_space.start
     while active.any() and not (stop is not None and stop.is_set()):
-        logits, _, state = model(torch.from_numpy(obs), state)
-        actions = logits.argmax(dim=-1).numpy()
-        for i in np.flatnonzero(active):
-            obs[i], reward, terminated, truncated, _ = envs[i].step(int(actions[i]) + start)
-            returns[i] += reward
-            active[i] = not (terminated or truncated)
-    return [float(r) for r, a in zip(returns, active) if not a]
+        logits, _, state = model(torch.from_numpy(np.asarray(obs, dtype=np.float32)), state)
+        obs, rewards, terminated, truncated, _ = envs.step(logits.argmax(dim=-1).numpy() + start)
+        returns += rewards * active
+        active &= ~(terminated | truncated)
+    return returns[~active].tolist()
 
 
 def evaluate_model(model: ActorCritic, env_id: str, episodes: int, seed: int) -> list[float]:
-    envs = [make_env(env_id) for _ in range(episodes)]
+    envs = make_vector_env(env_id, episodes)
     try:
-        return play_greedy_episodes(model, envs, [seed + i for i in range(episodes)])
+        return play_greedy_episodes(model, envs, seed)
     finally:
-        for env in envs:
-            env.close()
+        envs.close()
 
 
 def model_from_checkpoint(payload: dict, env_id: str | None = None) -> tuple[ActorCritic, Config]:
@@ -70,7 +69,7 @@ def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, qu
     torch.set_num_threads(1)
     model = copy.deepcopy(shared_model)  # a private copy: evaluation must not see half-applied updates mid-episode
     params, shared_params = list(model.parameters()), list(shared_model.parameters())
-    envs = [make_env(config.env) for _ in range(config.eval_episodes)]
+    envs = make_vector_env(config.env, config.eval_episodes)
     best = -math.inf
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0
@@ -79,10 +78,10 @@ def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, qu
             steps = env_steps.value
             with torch.no_grad():
                 torch._foreach_copy_(params, shared_params)
-            seeds = [config.seed + 1_000_000 + round_ * len(envs) + i for i in range(len(envs))]
-            returns = play_greedy_episodes(model, envs, seeds, stop)
+            seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
+            returns = play_greedy_episodes(model, envs, seed, stop)
             round_ += 1
-            if len(returns) < len(envs):
+            if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
             mean = float(np.mean(returns))
             solved = config.target_return is not None and mean >= config.target_return
@@ -99,5 +98,4 @@ def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, qu
         queue.put(("error", "evaluator", traceback.format_exc()))
         raise SystemExit(1)
     finally:
-        for env in envs:
-            env.close()
+        envs.close()
