@@ -57,6 +57,9 @@ TRAIN_OPTIONS = [
            type=TargetReturn()),
     option("--log-interval", "env steps between rows of metrics.csv", type=int),
     option("--print-interval", "seconds between progress lines", type=float),
+    option("--tensorboard/--no-tensorboard", "write TensorBoard event files to RUN_DIR/tb"),
+    option("--checkpoint-interval", "seconds between writes of checkpoints/last.pt", type=float),
+    option("--max-worker-restarts", "restarts of a dead worker before the run stops", type=int),
     option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
     option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
            type=click.Choice(["", "fork", "spawn", "forkserver"])),
@@ -68,21 +71,25 @@ def usage_errors():
     from a3c.checkpoint import CheckpointError
     from a3c.config import ConfigError
     from a3c.envs import EnvError
-    return ConfigError, EnvError, CheckpointError
+    from a3c.plot import PlotError
+    return ConfigError, EnvError, CheckpointError, PlotError
 
 
+@click.option("--resume", metavar="RUN_DIR|CHECKPOINT", default=None,
+              help="continue a run from its last checkpoint; options given again override the saved ones")
 @click.pass_context
-def cli(ctx, **settings):
+def cli(ctx, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
         return
-    from a3c.trainer import train
+    from a3c.trainer import EXIT_CODES, train
+    given = {name: value for name, value in settings.items()
+             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
-        summary = train(Config(**settings))
+        summary = train(Config(**settings), resume=resume, overrides=given)
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
-    if summary["stop_reason"] in ("worker_failed", "evaluator_failed"):
-        sys.exit(1)
+    sys.exit(EXIT_CODES.get(summary["stop_reason"], 0))
 
 
 for decorator in reversed(TRAIN_OPTIONS):
@@ -109,6 +116,20 @@ def evaluate(checkpoint, episodes, env_id, seed):
         raise click.UsageError(str(error)) from None
     click.echo(f"{config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
                f"over {episodes} episodes")
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", default="learning_curves.png", show_default=True, type=click.Path(dir_okay=False),
+              help="image to write (.png, .pdf, .svg)")
+def plot(run_dirs, out):
+    """Draw learning curves (return against env steps and wall time) of one or more runs."""
+    from a3c.plot import plot_runs
+    try:
+        path = plot_runs(list(run_dirs), out)
+    except usage_errors() as error:
+        raise click.UsageError(str(error)) from None
+    click.echo(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ class Config:
     target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
     log_interval: int = 20_000
     print_interval: float = 2.0
+    tensorboard: bool = True
+    # robustness
+    checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
+    max_worker_restarts: int = 3
     run_dir: str = ""
     start_method: str = ""
 
@@ -66,6 +70,8 @@ class Config:
             ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
             ("log_interval", self.log_interval >= 1, ">= 1"),
             ("print_interval", self.print_interval > 0, "> 0"),
+            ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),
+            ("max_worker_restarts", self.max_worker_restarts >= 0, ">= 0"),
             ("target_return", self.target_return in ("auto", None)
              or isinstance(self.target_return, (int, float)), "a number, auto or none"),
             ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
@@ -85,3 +91,19 @@ class Config:
     def from_dict(cls, values: dict) -> "Config":
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+# Settings a checkpoint's weights depend on: a resumed run cannot change them.
+STRUCTURAL_FIELDS = ("env", "hidden_size", "noise")
+
+
+def config_for_resume(saved: Config, overrides: dict) -> Config:
+    """The saved run's config with the options given again on the command line applied.
+
+    Refuses a change the checkpoint cannot support (another env or network shape).
+    """
+    for name in STRUCTURAL_FIELDS:
+        if name in overrides and overrides[name] != getattr(saved, name):
+            raise ConfigError(f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
+                              f"which was trained with {getattr(saved, name)!r}")
+    return saved.replace(**{k: v for k, v in overrides.items() if k != "run_dir"})

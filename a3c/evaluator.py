@@ -16,7 +16,8 @@ from .checkpoint import save_checkpoint
 from .config import Config
 from .envs import EnvError, env_spec, make_vector_env
 from .model import ActorCritic
-from .worker import build_model
+from .flat import flatten_parameters
+from .worker import Shared, become_child_process, build_model, parent_is_gone
 
 
 @torch.no_grad()
@@ -63,23 +64,23 @@ def model_from_checkpoint(payload: dict, env_id: str | None = None) -> tuple[Act
     return model, config
 
 
-def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, queue,
-                  start_time: float, run_dir: str) -> None:
+def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
+                  best_so_far: float | None) -> None:
     """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved."""
-    torch.set_num_threads(1)
-    model = copy.deepcopy(shared_model)  # a private copy: evaluation must not see half-applied updates mid-episode
-    params, shared_params = list(model.parameters()), list(shared_model.parameters())
+    become_child_process()
+    model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
+    weights = flatten_parameters(model)
     envs = make_vector_env(config.env, config.eval_episodes)
-    best = -math.inf
+    best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0
     try:
-        while not stop.wait(config.eval_interval):
-            steps = env_steps.value
+        while not shared.stop.wait(config.eval_interval) and not parent_is_gone(parent_pid):
+            steps = shared.env_steps.total()
             with torch.no_grad():
-                torch._foreach_copy_(params, shared_params)
+                weights.copy_(shared.optimizer.params[0])
             seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
-            returns = play_greedy_episodes(model, envs, seed, stop)
+            returns = play_greedy_episodes(model, envs, seed, shared.stop)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
@@ -89,13 +90,11 @@ def run_evaluator(config: Config, shared_model: ActorCritic, env_steps, stop, qu
                 best = mean
                 save_checkpoint(best_path, {"config": config.to_dict(), "model": model.state_dict(),
                                             "env_steps": steps, "eval_return": mean})
-            queue.put(("eval", steps, time.monotonic() - start_time, returns, solved))
+            messages.send(("eval", steps, time.monotonic() - start_time, returns, solved))
             if solved:
-                stop.set()
-    except KeyboardInterrupt:
-        pass
+                shared.stop.set()
     except Exception:
-        queue.put(("error", "evaluator", traceback.format_exc()))
+        messages.send(("error", "evaluator", traceback.format_exc()))
         raise SystemExit(1)
     finally:
         envs.close()

@@ -1,4 +1,4 @@
-"""The one writer of training metrics: CSV rows, the console progress line, the summary.
+"""The one writer of training metrics: CSV rows, TensorBoard, the console, the summary.
 
 Lives in the main process; workers and the evaluator send it plain numbers
 through a queue. metrics.csv gets a row each time the global env-step count
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import statistics
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Callable, Optional
 TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
                  "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second"]
 EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return"]
+NONFINITE_IN_A_ROW_LIMIT = 20
 
 
 def mean_or_nan(values) -> float:
@@ -26,6 +29,8 @@ def mean_or_nan(values) -> float:
 
 
 class CsvLog:
+    """Appends rows, flushed at once; continues an existing file (resume)."""
+
     def __init__(self, path: Path, columns: list[str]):
         self.file = open(path, "a", newline="")
         self.writer = csv.DictWriter(self.file, fieldnames=columns)
@@ -40,24 +45,88 @@ class CsvLog:
         self.file.close()
 
 
+def drop_rows_after(path: Path, env_steps: int) -> None:
+    """Remove the rows a resumed run will write again: those past its checkpoint's env steps."""
+    if not path.exists():
+        return
+    with open(path, newline="") as file:
+        rows = list(csv.reader(file))
+    if not rows:
+        return
+    kept = [rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= env_steps]
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as file:
+        csv.writer(file).writerows(kept)
+    os.replace(tmp, path)
+
+
+class Console:
+    """Progress on the console: a live, rewritten line on a terminal; plain lines in a pipe or log."""
+
+    def __init__(self, print_fn=print, live: Optional[bool] = None):
+        self.print_fn = print_fn
+        self.live = sys.stdout.isatty() if live is None else live
+        self._pending_line = False
+
+    def progress(self, line: str) -> None:
+        if self.live:
+            self.print_fn("\r\033[K" + line, end="", flush=True)
+            self._pending_line = True
+        else:
+            self.print_fn(line, flush=True)
+
+    def message(self, line: str, error: bool = False) -> None:
+        """A line of its own; errors always go to stderr, whatever print_fn does with progress."""
+        if self._pending_line:
+            self.print_fn("", flush=True)
+            self._pending_line = False
+        if error:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self.print_fn(line, flush=True)
+
+
+def progress_bar(fraction: float, width: int = 20) -> str:
+    filled = int(round(min(max(fraction, 0.0), 1.0) * width))
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
 class MetricsWriter:
-    def __init__(self, run_dir: Path, log_interval: int, print_interval: float,
-                 lr_at: Callable[[int], float], start_time: float, print_fn=print):
+    def __init__(self, run_dir: Path, log_interval: int, print_interval: float, max_steps: int,
+                 lr_at: Callable[[int], float], start_time: float, console: Console,
+                 tensorboard: bool = False, env_steps: int = 0, counters: Optional[dict] = None):
         self.train_log = CsvLog(run_dir / "metrics.csv", TRAIN_COLUMNS)
         self.eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
-        self.log_interval, self.print_interval = log_interval, print_interval
-        self.lr_at, self.start_time, self.print_fn = lr_at, start_time, print_fn
-        self.env_steps = self.updates = self.episodes = 0
+        self.tb_dir = run_dir / "tb" if tensorboard else None
+        self._tb = None
+        self.log_interval, self.print_interval, self.max_steps = log_interval, print_interval, max_steps
+        self.lr_at, self.start_time, self.console = lr_at, start_time, console
+        counters = counters or {}
+        self.env_steps = env_steps
+        self.updates = counters.get("updates", 0)
+        self.episodes = counters.get("episodes", 0)
+        self.best_eval: Optional[float] = counters.get("best_eval")
+        self.nonfinite_updates = counters.get("nonfinite_updates", 0)
+        self.nonfinite_in_a_row = 0
         self.recent_returns: deque = deque(maxlen=100)
         self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value",
                                                            "entropy", "grad_norm")}
-        self._next_row_at = log_interval
-        self._last_row = (0, start_time)
-        self._last_print = (0, start_time)
+        self._next_row_at = (env_steps // log_interval + 1) * log_interval
+        now = time.monotonic()
+        self._last_row = (env_steps, now)
+        self._last_print = (env_steps, now)
         self.last_eval: Optional[float] = None
-        self.best_eval: Optional[float] = None
         self.solved_at: Optional[tuple[int, float]] = None
         self.errors: list[str] = []
+
+    def counters(self) -> dict:
+        """What a checkpoint keeps so that a resumed run counts on."""
+        return {"updates": self.updates, "episodes": self.episodes, "best_eval": self.best_eval,
+                "nonfinite_updates": self.nonfinite_updates, "wall_seconds": self.elapsed()}
+
+    @property
+    def diverged(self) -> bool:
+        return self.nonfinite_in_a_row >= NONFINITE_IN_A_ROW_LIMIT
 
     def elapsed(self, now: Optional[float] = None) -> float:
         return (now if now is not None else time.monotonic()) - self.start_time
@@ -69,21 +138,27 @@ class MetricsWriter:
         elif kind == "eval":
             self._on_eval(*message[1:])
         elif kind == "error":
-            source = message[1] if isinstance(message[1], str) else f"worker {message[1]}"
-            self.errors.append(f"{source} failed:\n{message[2]}")
+            self.errors.append(f"{message[1]} failed:\n{message[2]}")
+            self.console.message(self.errors[-1].rstrip(), error=True)
 
     def _on_update(self, report) -> None:
         self.env_steps += report.env_steps
         self.updates += 1
+        if report.applied:
+            self.nonfinite_in_a_row = 0
+        else:
+            self.nonfinite_updates += 1
+            self.nonfinite_in_a_row += 1
         self.episodes += len(report.finished_returns)
         self.recent_returns.extend(report.finished_returns)
         pending = self._pending
         pending["returns"] += report.finished_returns
         pending["lengths"] += report.finished_lengths
-        pending["policy"].append(report.policy_loss)
-        pending["value"].append(report.value_loss)
-        pending["entropy"].append(report.entropy)
-        pending["grad_norm"].append(report.grad_norm)
+        if report.applied:
+            pending["policy"].append(report.policy_loss)
+            pending["value"].append(report.value_loss)
+            pending["entropy"].append(report.entropy)
+            pending["grad_norm"].append(report.grad_norm)
         if self.env_steps >= self._next_row_at:
             self._write_row()
             self._next_row_at = (self.env_steps // self.log_interval + 1) * self.log_interval
@@ -92,27 +167,42 @@ class MetricsWriter:
         now = time.monotonic()
         steps0, time0 = self._last_row
         pending = self._pending
-        self.train_log.write({
+        row = {
             "env_steps": self.env_steps, "wall_seconds": self.elapsed(now), "updates": self.updates,
             "episodes": self.episodes, "mean_return": mean_or_nan(pending["returns"]),
             "mean_length": mean_or_nan(pending["lengths"]), "policy_loss": mean_or_nan(pending["policy"]),
             "value_loss": mean_or_nan(pending["value"]), "entropy": mean_or_nan(pending["entropy"]),
             "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.lr_at(self.env_steps),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
-        })
+        }
+        self.train_log.write(row)
+        self._tensorboard("train", row)
         for values in pending.values():
             values.clear()
         self._last_row = (self.env_steps, now)
 
     def _on_eval(self, env_steps: int, wall_seconds: float, returns: list, solved: bool) -> None:
         mean = statistics.fmean(returns)
-        self.eval_log.write({"env_steps": env_steps, "wall_seconds": wall_seconds, "mean_return": mean,
-                             "std_return": statistics.pstdev(returns), "min_return": min(returns),
-                             "max_return": max(returns)})
+        row = {"env_steps": env_steps, "wall_seconds": wall_seconds, "mean_return": mean,
+               "std_return": statistics.pstdev(returns), "min_return": min(returns),
+               "max_return": max(returns)}
+        self.eval_log.write(row)
+        self._tensorboard("eval", row)
         self.last_eval = mean
         self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
         if solved and self.solved_at is None:
             self.solved_at = (env_steps, wall_seconds)
+
+    def _tensorboard(self, group: str, row: dict) -> None:
+        if self.tb_dir is None:
+            return
+        if self._tb is None:
+            from torch.utils.tensorboard import SummaryWriter  # 0.2 s of imports: only when used
+            self._tb = SummaryWriter(str(self.tb_dir))
+        for key, value in row.items():
+            if key != "env_steps" and not (isinstance(value, float) and math.isnan(value)):
+                self._tb.add_scalar(f"{group}/{key}", value, row["env_steps"])
+        self._tb.flush()
 
     def maybe_print(self) -> None:
         now = time.monotonic()
@@ -125,9 +215,9 @@ class MetricsWriter:
         rate = (self.env_steps - steps0) / max(now - time0, 1e-9)
         recent = f"{mean_or_nan(self.recent_returns):.1f}" if self.recent_returns else "-"
         last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
-        self.print_fn(f"[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
-                      f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}",
-                      flush=True)
+        bar = progress_bar(self.env_steps / self.max_steps) + " " if self.console.live else ""
+        self.console.progress(f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
+                              f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}")
         self._last_print = (self.env_steps, now)
 
     def summary(self, env_id: str, env_steps: int, target_return: Optional[float], stop_reason: str) -> dict:
@@ -140,7 +230,7 @@ class MetricsWriter:
             "target_return": target_return, "solved": self.solved_at is not None,
             "solved_env_steps": solved_steps,
             "solved_wall_seconds": None if solved_wall is None else round(solved_wall, 3),
-            "stop_reason": stop_reason,
+            "nonfinite_updates": self.nonfinite_updates, "stop_reason": stop_reason,
         }
 
     def close(self) -> None:
@@ -148,3 +238,5 @@ class MetricsWriter:
             self._write_row()
         self.train_log.close()
         self.eval_log.close()
+        if self._tb is not None:
+            self._tb.close()

@@ -1,28 +1,48 @@
-"""Orchestration: the shared model, optimizer and counters; start, watch and stop the processes."""
+"""Orchestration: set up (or resume) a run, start and watch the processes, stop cleanly."""
 
 from __future__ import annotations
 
 import json
 import os
-import queue as queue_module
 import re
+import signal
 import sys
 import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
 from pathlib import Path
+from typing import Optional
 
 import torch
 import torch.multiprocessing as mp
 
-from .checkpoint import save_checkpoint
-from .config import Config, ConfigError
+from . import __version__
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .config import Config, ConfigError, config_for_resume
+from .counter import StepCounter
 from .envs import env_spec
 from .evaluator import run_evaluator
-from .metrics import MetricsWriter
 from .flat import flatten_parameters
-from .optim import make_optimizer
-from .worker import build_model, current_lr, run_worker
+from .metrics import Console, MetricsWriter, drop_rows_after
+from .model import ActorCritic
+from .optim import SharedOptimizer, make_optimizer
+from .worker import Shared, build_model, current_lr, run_worker
 
-SHUTDOWN_SECONDS = 10.0
+STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
+EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1}
+
+
+@dataclass
+class RunSetup:
+    """Everything a run starts from: fresh, or restored from a checkpoint."""
+
+    config: Config
+    run_dir: Path
+    model: ActorCritic
+    weights: torch.Tensor  # the model's flat parameters, in shared memory
+    optimizer: SharedOptimizer
+    env_steps: int = 0
+    counters: Optional[dict] = None
 
 
 def default_run_dir(env_id: str) -> str:
@@ -34,7 +54,8 @@ def prepare_run_dir(path: str) -> Path:
     """Create an empty run dir; refuse one that holds anything, so no earlier run is overwritten."""
     run_dir = Path(path)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-        raise ConfigError(f"--run-dir {run_dir} already exists and is not empty; choose another")
+        raise ConfigError(f"--run-dir {run_dir} already exists and is not empty; "
+                          f"choose another or continue it with --resume {run_dir}")
     try:
         (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -44,11 +65,51 @@ def prepare_run_dir(path: str) -> Path:
     return run_dir
 
 
-def resolve_config(config: Config) -> Config:
-    """Fill in what depends on the environment: the target return and the run dir."""
+def shared_model(config: Config) -> tuple[ActorCritic, torch.Tensor, SharedOptimizer]:
+    spec = env_spec(config.env)
+    torch.manual_seed(config.seed)
+    model = build_model(config, spec.obs_size, spec.num_actions)
+    weights = flatten_parameters(model).share_memory_()
+    model.share_memory()  # the noise buffers; the parameters are views of `weights`
+    optimizer = make_optimizer(config.optimizer, [weights], config.lr).share_memory()
+    return model, weights, optimizer
+
+
+def new_run(config: Config) -> RunSetup:
     spec = env_spec(config.env)
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
-    return config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    run_dir = prepare_run_dir(config.run_dir)
+    return RunSetup(config, run_dir, *shared_model(config))
+
+
+def checkpoint_path(path: str) -> Path:
+    """A run dir means its checkpoints/last.pt."""
+    given = Path(path)
+    return given / "checkpoints" / "last.pt" if given.is_dir() else given
+
+
+def resumed_run(path: str, overrides: dict) -> RunSetup:
+    """Restore weights, optimizer moments, counters; drop metric rows newer than the checkpoint."""
+    file = checkpoint_path(path)
+    payload = load_checkpoint(file)
+    if "optimizer" not in payload or "env_steps" not in payload:
+        raise CheckpointError(f"{file} has no optimizer state to resume from; use a run's checkpoints/last.pt")
+    run_dir = file.parent.parent if file.parent.name == "checkpoints" else file.parent
+    saved = Config.from_dict(payload["config"])
+    config = config_for_resume(saved, overrides).replace(run_dir=str(run_dir))
+    if payload["env_steps"] >= config.max_steps:
+        raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
+                          f"{config.max_steps:,}; give a larger --max-steps to train on")
+    model, weights, optimizer = shared_model(config)
+    try:
+        model.load_state_dict(payload["model"])
+        optimizer.load_state_dict(payload["optimizer"])
+    except (RuntimeError, KeyError, TypeError) as error:
+        raise CheckpointError(f"{file} does not fit this network: {str(error).splitlines()[0]}") from None
+    for name in ("metrics.csv", "eval.csv"):
+        drop_rows_after(run_dir / name, payload["env_steps"])
+    return RunSetup(config, run_dir, model, weights, optimizer, payload["env_steps"], payload.get("counters"))
 
 
 def start_method(config: Config) -> str:
@@ -56,89 +117,179 @@ def start_method(config: Config) -> str:
     return config.start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
-def drain(queue, writer: MetricsWriter, timeout: float) -> None:
-    try:
-        writer.handle(queue.get(timeout=timeout))
-        while True:
-            writer.handle(queue.get_nowait())
-    except queue_module.Empty:
-        pass
+class Interrupts:
+    """The first SIGINT/SIGTERM asks for a clean stop; a second one kills everything at once.
+
+    The handler only records the signal: the main loop reacts, so no lock is ever
+    taken inside a signal handler.
+    """
+
+    def __init__(self, kill_children):
+        self.received: Optional[int] = None
+        self.kill_children = kill_children
+        self._previous = {}
+
+    def __enter__(self) -> "Interrupts":
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is None:
+            self.received = signum
+            return
+        self.kill_children()
+        os._exit(128 + signum)
 
 
-def train(config: Config, print_fn=print) -> dict:
-    """Run one training job to its end; returns the summary that is also in summary.json."""
-    start_time = time.monotonic()
+class ProcessPool:
+    """The worker processes and the evaluator, each with its own message pipe."""
+
+    def __init__(self, ctx, config: Config, shared: Shared, run_dir: Path, start_time: float,
+                 best_eval: Optional[float], console: Console):
+        self.ctx, self.config, self.shared, self.console = ctx, config, shared, console
+        self.evaluator_args = (start_time, str(run_dir), best_eval)
+        self.workers: dict[int, mp.Process] = {}
+        self.restarts = {rank: 0 for rank in range(config.num_processes)}
+        self.evaluator: Optional[mp.Process] = None
+        self.pipes: dict = {}  # receiving end -> process name
+
+    def _start(self, name: str, target, *args) -> mp.Process:
+        receiver, sender = self.ctx.Pipe(duplex=False)
+        process = self.ctx.Process(target=target, name=name, daemon=True,
+                                   args=(self.config, self.shared, sender, os.getpid(), *args))
+        process.start()
+        sender.close()  # the child holds it now; EOF on `receiver` then means the child is gone
+        self.pipes[receiver] = name
+        return process
+
+    def start_worker(self, rank: int) -> None:
+        self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, self.restarts[rank])
+
+    def start(self) -> None:
+        for rank in range(self.config.num_processes):
+            self.start_worker(rank)
+        if self.config.eval_episodes > 0:
+            self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
+
+    def processes(self) -> list[mp.Process]:
+        return list(self.workers.values()) + ([self.evaluator] if self.evaluator else [])
+
+    def receive(self, handle, timeout: float) -> None:
+        """Pass every waiting message to `handle`, waiting up to `timeout` for the first."""
+        for receiver in wait(list(self.pipes), timeout):
+            try:
+                while receiver.poll():
+                    handle(receiver.recv())
+            except (EOFError, OSError):
+                del self.pipes[receiver]
+                receiver.close()
+
+    def check(self) -> Optional[str]:
+        """Restart dead workers while restarts last; say why the run must stop, if it must."""
+        for rank, process in list(self.workers.items()):
+            if process.exitcode in (None, 0):
+                continue
+            cause = (f"killed by signal {-process.exitcode}" if process.exitcode < 0
+                     else f"exit code {process.exitcode}")
+            if self.restarts[rank] >= self.config.max_worker_restarts:
+                self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
+                                     f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
+                return "worker_failed"
+            self.restarts[rank] += 1
+            self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
+                                 f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
+            process.join()
+            self.start_worker(rank)
+        if self.evaluator is not None and self.evaluator.exitcode not in (None, 0):
+            return "evaluator_failed"
+        if all(p.exitcode == 0 for p in self.workers.values()):
+            return "max_steps"
+        return None
+
+    def stop(self, handle) -> None:
+        """Let every process finish its update, reading their messages so none blocks on a full pipe."""
+        self.shared.stop.set()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while any(p.is_alive() for p in self.processes()) and time.monotonic() < deadline:
+            self.receive(handle, timeout=0.05)
+        for process in self.processes():
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        self.receive(handle, timeout=0.0)
+
+    def kill(self) -> None:
+        for process in self.processes():
+            if process.pid is not None and process.exitcode is None:
+                os.kill(process.pid, signal.SIGKILL)
+
+
+def checkpoint_payload(setup: RunSetup, env_steps: int, writer: MetricsWriter) -> dict:
+    return {"config": setup.config.to_dict(),
+            "model": {k: v.clone() for k, v in setup.model.state_dict().items()},  # a snapshot of live weights
+            "optimizer": setup.optimizer.state_dict(), "env_steps": env_steps,
+            "counters": writer.counters(), "a3c_version": __version__}
+
+
+def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None) -> dict:
+    """Run one training job to its end (or continue the one at `resume`); returns the summary."""
     torch.set_num_threads(1)  # before any worker starts (DESIGN.md fact 3)
-    config = resolve_config(config)
-    spec = env_spec(config.env)
-    run_dir = prepare_run_dir(config.run_dir)
+    setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
+    config, run_dir = setup.config, setup.run_dir
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    torch.manual_seed(config.seed)
-    model = build_model(config, spec.obs_size, spec.num_actions)
-    flat_weights = flatten_parameters(model).share_memory_()
-    model.share_memory()  # the noise buffers; the parameters are views of flat_weights
-    optimizer = make_optimizer(config.optimizer, [flat_weights], config.lr).share_memory()
+    start_time = time.monotonic() - (setup.counters or {}).get("wall_seconds", 0.0)
 
     ctx = mp.get_context(start_method(config))
-    env_steps, stop, queue = ctx.Value("q", 0), ctx.Event(), ctx.Queue()
-    processes = [ctx.Process(target=run_worker, name=f"a3c-worker-{rank}", daemon=True,
-                             args=(rank, config, model, optimizer, env_steps, stop, queue))
-                 for rank in range(config.num_processes)]
-    if config.eval_episodes > 0:
-        processes.append(ctx.Process(target=run_evaluator, name="a3c-evaluator", daemon=True,
-                                     args=(config, model, env_steps, stop, queue, start_time, str(run_dir))))
-    writer = MetricsWriter(run_dir, config.log_interval, config.print_interval,
-                           lambda steps: current_lr(config, steps), start_time, print_fn)
-    print_fn(f"training {config.env} with {config.num_processes} processes x {config.envs_per_process} envs; "
-             f"run dir {run_dir}", flush=True)
-    for process in processes:
-        process.start()
+    shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
+                    ctx.Event())
+    console = Console(print_fn)
+    writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
+                           lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
+                           setup.env_steps, setup.counters)
+    pool = ProcessPool(ctx, config, shared, run_dir, start_time, writer.best_eval, console)
+    last_pt = run_dir / "checkpoints" / "last.pt"
+    console.message(f"{'resuming' if resume else 'training'} {config.env} at {setup.env_steps:,} env steps with "
+                    f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 
-    stop_reason = "max_steps"
-    workers, evaluator = processes[:config.num_processes], processes[config.num_processes:]
-    try:
-        while not stop.is_set():
-            drain(queue, writer, timeout=0.05)
+    with Interrupts(pool.kill) as interrupts:
+        pool.start()
+        stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
+        while stop_reason is None:
+            pool.receive(writer.handle, timeout=0.05)
             writer.maybe_print()
-            if any(p.exitcode not in (None, 0) for p in workers):
-                stop_reason = "worker_failed"
-                break
-            if any(p.exitcode not in (None, 0) for p in evaluator):
-                stop_reason = "evaluator_failed"
-                break
-            if not any(p.is_alive() for p in workers):
-                break
-    except KeyboardInterrupt:
-        stop_reason = "interrupted"
-    stop.set()
-    stop_processes(processes, queue, writer)
+            if time.monotonic() >= next_checkpoint:
+                save_checkpoint(last_pt, checkpoint_payload(setup, shared.env_steps.total(), writer))
+                next_checkpoint = time.monotonic() + config.checkpoint_interval
+            if interrupts.received is not None:
+                stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+            elif writer.diverged:
+                stop_reason = "diverged"
+                console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+                                "gradient; none was applied; stopping (try a lower --lr)", error=True)
+            elif shared.stop.is_set():
+                stop_reason = "max_steps"
+            else:
+                stop_reason = pool.check()
+        if stop_reason in ("interrupted", "terminated"):
+            console.message("stopping: finishing the current updates and writing the checkpoint "
+                            "(press Ctrl-C again to quit at once)")
+        pool.stop(writer.handle)
 
     if writer.solved_at is not None:
         stop_reason = "solved"
-    save_checkpoint(run_dir / "checkpoints" / "last.pt", {
-        "config": config.to_dict(), "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-        "env_steps": env_steps.value})
+    env_steps = shared.env_steps.total()
+    save_checkpoint(last_pt, checkpoint_payload(setup, env_steps, writer))
     writer.close()
-    summary = writer.summary(config.env, env_steps.value, config.target_return, stop_reason)
+    summary = writer.summary(config.env, env_steps, config.target_return, stop_reason)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    for error in writer.errors:
-        print(error, file=sys.stderr)
     writer.print_progress()
-    print_fn(format_summary(summary), flush=True)
+    console.message(format_summary(summary))
     return summary
-
-
-def stop_processes(processes: list, queue, writer: MetricsWriter) -> None:
-    """Let every process finish its update; keep draining so none blocks on a full pipe."""
-    deadline = time.monotonic() + SHUTDOWN_SECONDS
-    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
-        drain(queue, writer, timeout=0.05)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-        process.join()
-    drain(queue, writer, timeout=0.0)
 
 
 def format_summary(summary: dict) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import os
+import signal
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -14,6 +18,7 @@ from .envs import make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import ActorCritic
 from .optim import SharedOptimizer, linear_decay
+from .counter import StepCounter
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
 
 
@@ -28,11 +33,13 @@ class RolloutReport:
     value_loss: float
     entropy: float
     grad_norm: float
+    applied: bool = True  # False where a non-finite gradient was dropped
 
 
-def env_seeds(config: Config, rank: int) -> list[int]:
+def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
     """Worker `rank` seeds its first env with seed + rank; the others follow, never colliding."""
-    return [config.seed + rank + k * config.num_processes for k in range(config.envs_per_process)]
+    first = config.seed + rank + incarnation * config.num_processes * config.envs_per_process
+    return [first + k * config.num_processes for k in range(config.envs_per_process)]
 
 
 def build_model(config: Config, obs_size: int, num_actions: int) -> ActorCritic:
@@ -136,28 +143,59 @@ def sample_actions(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
     return (cdf < uniform[:, None] * cdf[:, -1:]).sum(axis=1)
 
 
-def run_worker(rank: int, config: Config, shared_model: torch.nn.Module, optimizer: SharedOptimizer,
-               env_steps, stop, queue) -> None:
-    """Process entry point: Hogwild updates of the shared model until told to stop."""
+@dataclass
+class Shared:
+    """What every process of a run shares: handed over once, when the process starts."""
+
+    model: ActorCritic  # parameters are views of optimizer.params[0], in shared memory
+    optimizer: SharedOptimizer
+    env_steps: StepCounter
+    stop: Any  # multiprocessing Event
+
+
+def become_child_process() -> None:
+    """Settings every worker and evaluator process needs first."""
     torch.set_num_threads(1)  # DESIGN.md fact 3: more threads deadlock or crawl
-    torch.manual_seed(config.seed + rank)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the trainer decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def parent_is_gone(parent_pid: int) -> bool:
+    """An orphan (its trainer was SIGKILLed) must not train on forever."""
+    return os.getppid() != parent_pid
+
+
+def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, grad_norm: float) -> bool:
+    """Step the shared optimizer unless the gradient is NaN or infinite, which would poison the weights."""
+    if not math.isfinite(grad_norm):
+        return False
+    optimizer.step([grad], lr=lr)
+    return True
+
+
+def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: int, incarnation: int) -> None:
+    """Process entry point: Hogwild updates of the shared model until told to stop.
+
+    `incarnation` counts restarts of this rank, so a restarted worker plays new episodes.
+    `messages` is this process's own pipe to the trainer (no lock shared with
+    other processes, so a killed worker cannot block the others).
+    """
+    become_child_process()
+    torch.manual_seed(config.seed + rank + incarnation * config.num_processes)
     try:
-        learner = ActorLearner(config, env_seeds(config, rank))
-        shared_weights = optimizer.params[0]  # the shared model's flat parameter tensor
-        while not stop.is_set():
-            learner.load_weights(shared_weights)
+        learner = ActorLearner(config, env_seeds(config, rank, incarnation))
+        weights = shared.optimizer.params[0]
+        while not shared.stop.is_set() and not parent_is_gone(parent_pid):
+            learner.load_weights(weights)
             grad, report = learner.compute_gradient()
-            optimizer.step([grad], lr=current_lr(config, env_steps.value))
-            with env_steps.get_lock():
-                env_steps.value += report.env_steps
-                total = env_steps.value
-            queue.put(("update", rank, report))
-            if total >= config.max_steps:
-                stop.set()
-    except KeyboardInterrupt:
-        pass  # the trainer handles Ctrl-C; the worker just ends
+            report.applied = apply_gradient(shared.optimizer, grad, current_lr(config, shared.env_steps.total()),
+                                            report.grad_norm)
+            shared.env_steps.add(rank, report.env_steps)
+            messages.send(("update", rank, report))
+            if shared.env_steps.total() >= config.max_steps:
+                shared.stop.set()
     except Exception:
-        queue.put(("error", rank, traceback.format_exc()))
+        messages.send(("error", f"worker {rank}", traceback.format_exc()))
         raise SystemExit(1)
 
 
