@@ -20,6 +20,8 @@ def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
     """Write to a temporary file, fsync, then rename: a crash leaves the old file intact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(path.name + ".*.tmp"):  # left by a writer killed mid-write
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:

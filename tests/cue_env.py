@@ -11,6 +11,7 @@ forked worker processes inherit the registration.
   steps truncates it, so the learner must bootstrap from the final observation.
 - DictCue-v0: the same with a Dict observation space, which the trainer refuses.
 - CueCrash-v0: raises RuntimeError("cue env exploded") on its first step, to fail a worker.
+- CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ class CueEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
-                 dict_obs: bool = False, crash: bool = False):
+                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False):
         self.num_cues = num_cues
         self.terminate = terminate
         self.dict_obs = dict_obs
         self.crash = crash
+        self.nan_reward = nan_reward
         box = gym.spaces.Box(0.0, 1.0, (num_cues,), np.float32)
         self.observation_space = gym.spaces.Dict({"cue": box}) if dict_obs else box
         self.action_space = gym.spaces.Discrete(num_cues, start=action_start)
@@ -49,6 +51,8 @@ class CueEnv(gym.Env):
         if self.crash:
             raise RuntimeError("cue env exploded")
         reward = 1.0 if int(action) - int(self.action_space.start) == self.cue else 0.0
+        if self.nan_reward:
+            reward = float("nan")
         if not self.terminate:  # a fresh cue every step until the time limit cuts the episode
             self.cue = int(self.np_random.integers(self.num_cues))
         return self._obs(), reward, self.terminate, False, {}
@@ -64,3 +68,4 @@ _register("CueOffset-v0", kwargs={"action_start": 3})
 _register("CueTruncated-v0", kwargs={"terminate": False}, max_episode_steps=2)
 _register("DictCue-v0", kwargs={"dict_obs": True})
 _register("CueCrash-v0", kwargs={"crash": True})
+_register("CueNaN-v0", kwargs={"nan_reward": True})

@@ -166,3 +166,18 @@ def test_unreadable_checkpoint_is_a_one_line_usage_error(kind, tmp_path):
         path.write_text("this is not a checkpoint\n")
     result = run_cli("evaluate", "--checkpoint", str(path), "--episodes", "1")
     assert_one_line_usage_error(result, str(path))
+
+
+@pytest.mark.timeout(120)
+def test_plot_draws_the_learning_curves_of_a_finished_run(cartpole_run, tmp_path):
+    run_dir, result = cartpole_run
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "curves.png"
+    plotted = run_cli("plot", str(run_dir), str(run_dir), "--out", str(out))
+    assert plotted.returncode == 0, plotted.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_plot_of_a_folder_that_is_no_run_is_a_usage_error(tmp_path):
+    assert_one_line_usage_error(run_cli("plot", str(tmp_path), "--out", str(tmp_path / "x.png")), "metrics.csv")
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,215 @@
+"""Faults against real runs through the CLI: signals, killed workers, NaN, crashes mid-write, resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from a3c.checkpoint import load_checkpoint, save_checkpoint
+from a3c.optim import SharedAdam
+from a3c.worker import apply_gradient
+
+from .conftest import REPO_ROOT
+
+LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
+            "--print-interval", "0.5", "--no-tensorboard"]
+
+
+def start_cli(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def wait_for_children(process: subprocess.Popen, count: int, timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = children(process.pid)
+        if len(found) >= count:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"the trainer did not start {count} processes")
+
+
+def wait_for_metrics_rows(run_dir: Path, rows: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = run_dir / "metrics.csv"
+        if path.exists() and len(path.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.1)
+    raise AssertionError("training made no progress")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" not in status.read_text()
+
+
+def metrics_rows(run_dir: Path) -> list[dict]:
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum):
+    run_dir = tmp_path / "run"
+    process = start_cli(*LONG_RUN, "--log-interval", "2000", "--run-dir", str(run_dir))
+    pids = wait_for_children(process, 3)  # two workers and the evaluator
+    wait_for_metrics_rows(run_dir, 3)
+    sent = time.monotonic()
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert process.returncode == 128 + signum, err
+    assert not any(alive(pid) for pid in pids)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == ("interrupted" if signum == signal.SIGINT else "terminated")
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert saved["env_steps"] == summary["env_steps"] > 0
+    assert float(saved["optimizer"]["steps"]) > 0
+
+    # resume: the step counter, the lr schedule and the metrics rows go on from the checkpoint
+    rows_before = metrics_rows(run_dir)
+    max_steps = saved["env_steps"] + 6000
+    result = subprocess.run([sys.executable, "main.py", "--resume", str(run_dir), "--max-steps", str(max_steps)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    rows_after = metrics_rows(run_dir)
+    assert rows_after[:len(rows_before)] == rows_before
+    new_rows = rows_after[len(rows_before):]
+    steps = [int(row["env_steps"]) for row in rows_after]
+    assert steps == sorted(set(steps))  # no row duplicated, none goes back
+    assert new_rows and int(new_rows[0]["env_steps"]) > saved["env_steps"]
+    for row in new_rows:  # the lr decays to 0 at the new --max-steps from where the run was
+        expected = max(0.0, 0.003 * (1 - int(row["env_steps"]) / max_steps))
+        assert float(row["lr"]) == pytest.approx(expected, abs=2e-6)
+    resumed = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert resumed["env_steps"] >= max_steps
+    assert float(resumed["optimizer"]["steps"]) > float(saved["optimizer"]["steps"])
+    assert resumed["counters"]["updates"] > saved["counters"]["updates"]
+
+
+@pytest.mark.timeout(60)
+def test_resume_refuses_another_env(tmp_path):
+    run_dir = tmp_path / "run"
+    first = subprocess.run([sys.executable, "main.py", "--num-processes", "1", "--max-steps", "2000",
+                            "--eval-episodes", "0", "--run-dir", str(run_dir)],
+                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    before = (run_dir / "metrics.csv").read_text()
+    result = subprocess.run([sys.executable, "main.py", "--resume", str(run_dir), "--env", "Acrobot-v1",
+                             "--max-steps", "9000"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "contradicts the checkpoint" in result.stderr and "Traceback" not in result.stderr
+    assert (run_dir / "metrics.csv").read_text() == before
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
+    run_dir = tmp_path / "run"
+    process = start_cli(*LONG_RUN, "--log-interval", "2000", "--run-dir", str(run_dir))
+    first_pids = wait_for_children(process, 3)
+    wait_for_metrics_rows(run_dir, 2)
+    os.kill(first_pids[0], signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while set(first_pids) <= set(children(process.pid)) or len(children(process.pid)) < 3:
+        assert time.monotonic() < deadline, "the killed worker was not replaced"
+        time.sleep(0.1)
+    rows = len(metrics_rows(run_dir))
+    wait_for_metrics_rows(run_dir, rows + 3)  # training goes on after the restart
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert "worker 0 died (killed by signal 9); restarting" in err
+
+
+@pytest.mark.timeout(90)
+def test_a_worker_that_fails_on_every_start_ends_the_run_cleanly(tmp_path):
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "main.py", "--env", "tests.cue_env:CueCrash-v0", "--num-processes", "2",
+                             "--max-worker-restarts", "2", "--eval-episodes", "0", "--run-dir", str(run_dir)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=80)
+    assert result.returncode == 1
+    assert "cue env exploded" in result.stderr
+    assert "no restarts left (--max-worker-restarts 2)" in result.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "worker_failed"
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] == 0
+
+
+def test_a_nan_gradient_is_not_applied():
+    weights = torch.tensor([1.0, 2.0, 3.0])
+    optimizer = SharedAdam([weights], lr=0.1)
+    assert not apply_gradient(optimizer, torch.tensor([0.5, float("nan"), 0.5]), 0.1, float("nan"))
+    assert not apply_gradient(optimizer, torch.tensor([0.5, float("inf"), 0.5]), 0.1, float("inf"))
+    assert torch.equal(weights, torch.tensor([1.0, 2.0, 3.0]))
+    assert float(optimizer.steps) == 0 and not optimizer.state["exp_avg"][0].any()
+    assert apply_gradient(optimizer, torch.tensor([0.5, 0.5, 0.5]), 0.1, 0.87)
+    assert not torch.equal(weights, torch.tensor([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.timeout(60)
+def test_repeated_nan_losses_stop_the_run_with_the_weights_intact(tmp_path):
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "main.py", "--env", "tests.cue_env:CueNaN-v0", "--num-processes", "2",
+                             "--eval-episodes", "0", "--run-dir", str(run_dir)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=50)
+    assert result.returncode == 1
+    assert "NaN or infinite" in result.stderr and "Traceback" not in result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "diverged" and summary["nonfinite_updates"] >= 20
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert all(torch.isfinite(value).all() for value in saved["model"].values())
+    assert float(saved["optimizer"]["steps"]) == 0  # not one NaN update reached the optimizer
+
+
+WRITER = """
+import sys, torch
+from a3c.checkpoint import save_checkpoint
+path, marker = sys.argv[1], sys.argv[2]
+big = torch.arange(4_000_000, dtype=torch.float32)
+i = 0
+open(marker, "w").close()
+while True:
+    i += 1
+    save_checkpoint(path, {"config": {}, "model": {"w": big + i}, "env_steps": i})
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_writer_killed_mid_checkpoint_leaves_a_loadable_checkpoint(tmp_path):
+    path = tmp_path / "checkpoints" / "last.pt"
+    save_checkpoint(path, {"config": {}, "model": {"w": torch.zeros(3)}, "env_steps": 0})
+    for delay in (0.3, 0.45, 0.6, 0.75):
+        marker = tmp_path / "started"
+        marker.unlink(missing_ok=True)
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(marker)], cwd=REPO_ROOT)
+        while not marker.exists():
+            time.sleep(0.01)
+        time.sleep(delay)
+        writer.kill()
+        writer.wait()
+        loaded = load_checkpoint(path)  # the last complete write, never a torn one
+        if loaded["env_steps"] > 0:
+            assert torch.equal(loaded["model"]["w"], torch.arange(4_000_000, dtype=torch.float32) + loaded["env_steps"])
+    # the next save sweeps away the temporary file the killed writer left
+    save_checkpoint(path, {"config": {}, "model": {}, "env_steps": -1})
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
