@@ -91,8 +91,9 @@ def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
 
 def make_env_batch(env_id: str, seeds: list[int]):
     """K environments for one worker: gymnasium's numpy-vectorised implementation where the
-    env has one (CartPole: 50 us for 32 envs against 480 us in a loop), else a loop."""
-    if len(seeds) > 1 and has_vector_entry_point(env_id):
+    env has one (CartPole: 50 us a step for 32 envs against 480 us in a loop, and
+    half the cost of the wrapped env for one), else a loop."""
+    if has_vector_entry_point(env_id):
         return VectorEnvBatch(env_id, seeds)
     return EnvBatch(env_id, seeds)
 
