@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv train test bench-throughput bench-solve clean
+.PHONY: venv train test bench-venv bench-throughput bench-solve clean
 
 venv: $(VENV)/.installed
 
@@ -17,6 +17,18 @@ train: venv
 
 test: venv
 	$(PY) -m pytest -q
+
+bench-venv: $(VENV)/.bench-installed
+
+$(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+bench-throughput: bench-venv
+	$(PY) benchmarks/throughput.py
+
+bench-solve: bench-venv
+	$(PY) benchmarks/solve.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,96 @@
+"""Helpers shared by the benchmarks: running the trainer's CLI, timing processes, results files."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+PYTHON = sys.executable
+GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
+
+
+def trainer_command(run_dir: Path, **options) -> list[str]:
+    """`python main.py --run-dir DIR --opt-name value ...` for keyword options opt_name=value."""
+    command = [PYTHON, str(REPO / "main.py"), "--run-dir", str(run_dir)]
+    for name, value in options.items():
+        command += [f"--{name.replace('_', '-')}", str(value)]
+    return command
+
+
+def start(command: list[str]) -> subprocess.Popen:
+    """Start a process in its own session, so a stuck one can be ended with all its children."""
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def finish(process: subprocess.Popen, timeout: float) -> tuple[str, bool]:
+    """Wait for the process; past the timeout interrupt it (SIGINT: the trainer stops cleanly and
+    writes its summary), then kill its whole group if it lingers. Returns (output, timed_out)."""
+    try:
+        return process.communicate(timeout=timeout)[0], False
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        try:
+            return process.communicate(timeout=GRACE_SECONDS)[0], True
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            return process.communicate()[0], True
+
+
+def run_timed(command: list[str], timeout: float) -> tuple[float, str, bool]:
+    """Whole-process wall-clock seconds (launch to exit), output, timed_out."""
+    began = time.monotonic()
+    process = start(command)
+    output, timed_out = finish(process, timeout)
+    wall = time.monotonic() - began
+    if process.returncode != 0 and not timed_out:
+        raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}:\n{output}")
+    return wall, output, timed_out
+
+
+def read_summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def environment() -> dict:
+    """When and where a benchmark ran: recorded in every results file."""
+    versions = {}
+    for package in ("torch", "gymnasium", "stable-baselines3", "numpy"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "cores": os.cpu_count(), "python": sys.version.split()[0], "versions": versions,
+            "load_average_at_start": os.getloadavg()}
+
+
+def print_table(headers: list[str], rows: list[list]) -> None:
+    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def save_results(name: str, data: dict, figure) -> None:
+    """benchmarks/results/<name>.json (with the load average at the end added) and <name>.png."""
+    data["load_average_at_end"] = os.getloadavg()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
+    figure.savefig(RESULTS / f"{name}.png", dpi=120, bbox_inches="tight")
+    print(f"\nwrote {RESULTS / f'{name}.json'} and {name}.png")

@@ -1,0 +1,115 @@
+"""Time to solve CartPole-v1: our trainer (default and classic mode) against SB3 A2C and PPO.
+
+Solved: the greedy mean return over 10 episodes reaches 475, checked every 0.5 s of wall-clock.
+Each run is one process, timed from launch to exit (imports and start-up included) and capped
+by --timeout; the env steps are those at the solving evaluation. Contenders run interleaved by
+seed. Medians and maxima count an unsolved run as infinitely slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+
+ENV = "CartPole-v1"
+
+
+def ours(seed: int, timeout: float, **options) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        command = trainer_command(run_dir, env=ENV, num_processes=8, seed=seed, **options)
+        wall, _, _ = run_timed(command, timeout)
+        summary = read_summary(run_dir) if (run_dir / "summary.json").exists() else {"solved": False}
+    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary.get("solved_env_steps")}
+
+
+def sb3(algo: str, seed: int, timeout: float) -> dict:
+    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--algo", algo, "--seed", str(seed)]
+    wall, output, timed_out = run_timed(command, timeout)
+    result = {"solved": False} if timed_out else json.loads(output.strip().splitlines()[-1])
+    return {"solved": result["solved"], "wall_seconds": wall,
+            "env_steps": result["env_steps"] if result["solved"] else None, "torch_threads": result.get("threads")}
+
+
+CONTENDERS = {
+    "ours (8 proc x 8 envs)": lambda seed, timeout: ours(seed, timeout),
+    "ours classic (8 proc x 1 env)": lambda seed, timeout: ours(seed, timeout, envs_per_process=1),
+    "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
+    "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
+}
+
+
+def spread(runs: list[dict], key: str) -> dict:
+    """Median, min, max of a key over all runs, an unsolved run counting as infinite (None in JSON)."""
+    values = sorted(run[key] if run["solved"] else math.inf for run in runs)
+    stats = {"median": statistics.median(values), "min": values[0], "max": values[-1]}
+    return {name: None if math.isinf(value) else value for name, value in stats.items()}
+
+
+def show(value, fmt: str) -> str:
+    return "unsolved" if value is None else format(value, fmt)
+
+
+def plot(results: dict, timeout: float):
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    names = list(results)
+    axes.boxplot([[run["wall_seconds"] for run in runs] for runs in results.values()], showfliers=False)
+    for x, runs in enumerate(results.values(), start=1):
+        for run in runs:
+            axes.plot(x, run["wall_seconds"], "o" if run["solved"] else "x", color="C0" if run["solved"] else "red")
+    axes.axhline(timeout, color="grey", linestyle=":", label=f"timeout ({timeout:.0f} s); x = not solved")
+    axes.set_xticks(range(1, len(names) + 1), labels=names, fontsize=8)
+    axes.set_ylabel("wall seconds, launch to exit")
+    axes.set_title(f"Time to solve {ENV} (greedy mean >= 475 over 10 episodes)")
+    axes.legend(fontsize=8)
+    axes.grid(alpha=0.3, axis="y")
+    return figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
+    args = parser.parse_args()
+    info = environment()
+
+    results = {name: [] for name in CONTENDERS}
+    for seed in range(args.seeds):
+        for name, contender in CONTENDERS.items():
+            run = {"seed": seed, **contender(seed, args.timeout)}
+            results[name].append(run)
+            print(f"  seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
+                  f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps", flush=True)
+
+    summary = {name: {"solved": sum(run["solved"] for run in runs), "seeds": len(runs),
+                      "wall_seconds": spread(runs, "wall_seconds"), "env_steps": spread(runs, "env_steps")}
+               for name, runs in results.items()}
+    print(f"\nTime to solve {ENV}, {args.seeds} seeds, timeout {args.timeout:.0f} s; {info['cores']} cores, "
+          f"load average at start {info['load_average_at_start'][0]:.2f}")
+    print_table(["contender", "solved", "wall s median", "min", "max", "env steps median", "min", "max"],
+                [[name, f"{s['solved']}/{s['seeds']}",
+                  *(show(s["wall_seconds"][k], ".1f") for k in ("median", "min", "max")),
+                  *(show(s["env_steps"][k], ",.0f") for k in ("median", "min", "max"))]
+                 for name, s in summary.items()])
+    ours_median = summary["ours (8 proc x 8 envs)"]["wall_seconds"]["median"]
+    ratios = {}
+    for name in ("SB3 A2C (Zoo)", "SB3 PPO (Zoo)"):
+        theirs = summary[name]["wall_seconds"]["median"]
+        ratios[f"ours / {name}"] = None if None in (ours_median, theirs) else ours_median / theirs
+        print(f"median wall seconds, ours / {name}: {show(ratios[f'ours / {name}'], '.2f')}")
+
+    data = {**info, "env": ENV, "seeds": args.seeds, "timeout_seconds": args.timeout,
+            "summary": summary, "ratios_of_median_wall_seconds": ratios, "runs": results}
+    save_results("solve", data, plot(results, args.timeout))
+
+
+if __name__ == "__main__":
+    main()
