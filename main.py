@@ -44,6 +44,7 @@ TRAIN_OPTIONS = [
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option("--gamma", "discount factor", type=float),
+    option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),
     option("--entropy-coef", "weight of the entropy bonus", type=float),
@@ -82,11 +83,13 @@ def cli(ctx, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
         return
+    from a3c.presets import preset_for
     from a3c.trainer import EXIT_CODES, train
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
-        summary = train(Config(**settings), resume=resume, overrides=given)
+        config = Config(**{**settings, **preset_for(settings["env"]), **given})
+        summary = train(config, resume=resume, overrides=given)
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
     sys.exit(EXIT_CODES.get(summary["stop_reason"], 0))
@@ -130,6 +133,13 @@ def plot(run_dirs, out):
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
     click.echo(f"wrote {path}")
+
+
+@cli.command()
+def presets():
+    """Print the per-environment settings applied when training on these envs."""
+    from a3c.presets import format_presets
+    click.echo(format_presets())
 
 
 if __name__ == "__main__":

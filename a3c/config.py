@@ -30,6 +30,7 @@ class Config:
     sigma_init: float = 0.017
     # loss and returns
     gamma: float = 0.99
+    reward_scale: float = 1.0  # rewards are multiplied by this in the loss (logs show them unscaled)
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
     entropy_coef: float = 0.0  # NoisyNet explores; the paper drops the entropy bonus for NoisyNet-A3C
@@ -60,6 +61,7 @@ class Config:
             ("hidden_size", self.hidden_size >= 1, ">= 1"),
             ("sigma_init", self.sigma_init >= 0, ">= 0"),
             ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
+            ("reward_scale", self.reward_scale > 0, "> 0"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
             ("value_loss_coef", self.value_loss_coef >= 0, ">= 0"),
             ("entropy_coef", self.entropy_coef >= 0, ">= 0"),

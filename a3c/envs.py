@@ -18,9 +18,19 @@ class EnvSpec:
     """What the network needs to know about an environment."""
 
     obs_size: int
-    num_actions: int
+    num_actions: int  # the number of discrete actions, or the dimension of a continuous action
     action_start: int
     reward_threshold: Optional[float]
+    continuous: bool = False
+    action_low: Optional[np.ndarray] = None  # bounds of a continuous action
+    action_high: Optional[np.ndarray] = None
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """The policy's actions as the env takes them: offset by the Discrete start, or clipped
+        to the Box bounds (the loss keeps the unclipped sample)."""
+        if self.continuous:
+            return np.clip(actions, self.action_low, self.action_high)
+        return actions + self.action_start
 
 
 def make_env(env_id: str) -> gym.Env:
@@ -43,15 +53,16 @@ def describe(env: gym.Env) -> EnvSpec:
     obs_space, action_space = env.observation_space, env.action_space
     if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
         raise EnvError(f"unsupported observation space {obs_space}: a flat Box is needed")
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise EnvError(f"unsupported action space {action_space}: a Discrete space is needed")
     threshold = env.spec.reward_threshold if env.spec is not None else None
-    return EnvSpec(
-        obs_size=int(obs_space.shape[0]),
-        num_actions=int(action_space.n),
-        action_start=int(action_space.start),
-        reward_threshold=None if threshold is None else float(threshold),
-    )
+    threshold = None if threshold is None else float(threshold)
+    if isinstance(action_space, gym.spaces.Discrete):
+        return EnvSpec(int(obs_space.shape[0]), int(action_space.n), int(action_space.start), threshold)
+    if (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
+            and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        return EnvSpec(int(obs_space.shape[0]), int(action_space.shape[0]), 0, threshold, continuous=True,
+                       action_low=action_space.low.astype(np.float32),
+                       action_high=action_space.high.astype(np.float32))
+    raise EnvError(f"unsupported action space {action_space}: a Discrete space or a bounded flat Box is needed")
 
 
 def env_spec(env_id: str) -> EnvSpec:
@@ -128,9 +139,9 @@ class EnvBatch:
         terminated = np.zeros(size, dtype=bool)
         truncated = np.zeros(size, dtype=bool)
         finished_returns, finished_lengths = [], []
-        start = self.spec.action_start
+        env_actions = self.spec.env_actions(actions)
         for i, env in enumerate(self.envs):
-            obs, reward, term, trunc, _ = env.step(int(actions[i]) + start)
+            obs, reward, term, trunc, _ = env.step(env_actions[i])
             rewards[i] = reward
             self._returns[i] += reward
             self._lengths[i] += 1
@@ -175,7 +186,7 @@ class VectorEnvBatch:
         return self.env.num_envs
 
     def step(self, actions: np.ndarray) -> StepResult:
-        obs, rewards, terminated, truncated, _ = self.env.step(actions + self.spec.action_start)
+        obs, rewards, terminated, truncated, _ = self.env.step(self.spec.env_actions(actions))
         valid = ~self._resetting
         self._returns += rewards
         self._lengths += valid

@@ -14,17 +14,19 @@ import torch
 
 from .checkpoint import save_checkpoint
 from .config import Config
-from .envs import EnvError, env_spec, make_vector_env
+from .envs import EnvError, EnvSpec, env_spec, make_vector_env
 from .model import ActorCritic
+from .policy import distribution
 from .flat import flatten_parameters
 from .worker import Shared, become_child_process, build_model, parent_is_gone
 
 
 @torch.no_grad()
-def play_greedy_episodes(model: ActorCritic, envs: gym.vector.VectorEnv, seed: int, stop=None) -> list[float]:
+def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.VectorEnv, seed: int,
+                         stop=None) -> list[float]:
     """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
-    Greedy (argmax) actions from the mean weights; returns the undiscounted returns.
+    Greedy actions (argmax, or the Gaussian mean) from the mean weights; returns the undiscounted returns.
     An env that finished keeps being stepped (vector envs step all) but is no
     longer counted. Stops early, returning what finished, when `stop` is set.
     """
@@ -33,10 +35,10 @@ def play_greedy_episodes(model: ActorCritic, envs: gym.vector.VectorEnv, seed: i
     state = model.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
-    start = envs.single_action_space.start
+    policy = distribution(spec.continuous)
     while active.any() and not (stop is not None and stop.is_set()):
-        logits, _, state = model(torch.from_numpy(np.asarray(obs, dtype=np.float32)), state)
-        obs, rewards, terminated, truncated, _ = envs.step(logits.argmax(dim=-1).numpy() + start)
+        head, _, state = model(torch.from_numpy(np.asarray(obs, dtype=np.float32)), state)
+        obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(head)))
         returns += rewards * active
         active &= ~(terminated | truncated)
     return returns[~active].tolist()
@@ -45,7 +47,7 @@ def play_greedy_episodes(model: ActorCritic, envs: gym.vector.VectorEnv, seed: i
 def evaluate_model(model: ActorCritic, env_id: str, episodes: int, seed: int) -> list[float]:
     envs = make_vector_env(env_id, episodes)
     try:
-        return play_greedy_episodes(model, envs, seed)
+        return play_greedy_episodes(model, env_spec(env_id), envs, seed)
     finally:
         envs.close()
 
@@ -56,7 +58,7 @@ def model_from_checkpoint(payload: dict, env_id: str | None = None) -> tuple[Act
     if env_id is not None:
         config = config.replace(env=env_id)
     spec = env_spec(config.env)
-    model = build_model(config, spec.obs_size, spec.num_actions)
+    model = build_model(config, spec)
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError:
@@ -70,7 +72,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     become_child_process()
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
     weights = flatten_parameters(model)
-    envs = make_vector_env(config.env, config.eval_episodes)
+    envs, spec = make_vector_env(config.env, config.eval_episodes), env_spec(config.env)
     best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0
@@ -80,7 +82,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             with torch.no_grad():
                 weights.copy_(shared.optimizer.params[0])
             seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
-            returns = play_greedy_episodes(model, envs, seed, shared.stop)
+            returns = play_greedy_episodes(model, spec, envs, seed, shared.stop)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead

@@ -43,10 +43,14 @@ class NoisyLinear(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Vector observation -> MLP encoder -> LSTMCell -> policy logits and state value."""
+    """Vector observation -> MLP encoder -> LSTMCell -> policy head and state value.
+
+    The policy head gives logits (discrete actions) or the Gaussian mean
+    (continuous actions, with a state-independent `log_std` parameter).
+    """
 
     def __init__(self, obs_size: int, num_actions: int, hidden_size: int = 64,
-                 noisy: bool = True, sigma_init: float = 0.017):
+                 noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False):
         super().__init__()
         self.hidden_size = hidden_size
         self.encoder = nn.Linear(obs_size, hidden_size)
@@ -57,6 +61,7 @@ class ActorCritic(nn.Module):
         else:
             self.policy = nn.Linear(hidden_size, num_actions)
             self.value = nn.Linear(hidden_size, 1)
+        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.lstm.bias_ih.data.zero_()
         self.lstm.bias_hh.data.zero_()
 

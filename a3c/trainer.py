@@ -68,7 +68,7 @@ def prepare_run_dir(path: str) -> Path:
 def shared_model(config: Config) -> tuple[ActorCritic, torch.Tensor, SharedOptimizer]:
     spec = env_spec(config.env)
     torch.manual_seed(config.seed)
-    model = build_model(config, spec.obs_size, spec.num_actions)
+    model = build_model(config, spec)
     weights = flatten_parameters(model).share_memory_()
     model.share_memory()  # the noise buffers; the parameters are views of `weights`
     optimizer = make_optimizer(config.optimizer, [weights], config.lr).share_memory()

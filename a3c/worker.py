@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .config import Config
-from .envs import make_env_batch
+from .envs import EnvSpec, make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import ActorCritic
+from .policy import distribution
 from .optim import SharedOptimizer, linear_decay
 from .counter import StepCounter
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
@@ -42,8 +42,9 @@ def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
     return [first + k * config.num_processes for k in range(config.envs_per_process)]
 
 
-def build_model(config: Config, obs_size: int, num_actions: int) -> ActorCritic:
-    return ActorCritic(obs_size, num_actions, config.hidden_size, config.noise, config.sigma_init)
+def build_model(config: Config, spec: EnvSpec) -> ActorCritic:
+    return ActorCritic(spec.obs_size, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
+                       spec.continuous)
 
 
 class ActorLearner:
@@ -56,7 +57,8 @@ class ActorLearner:
         self.config = config
         self.envs = make_env_batch(config.env, seeds)
         spec = self.envs.spec
-        self.model = build_model(config, spec.obs_size, spec.num_actions)
+        self.model = build_model(config, spec)
+        self.policy = distribution(spec.continuous)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
         self.state = self.model.initial_state(len(self.envs))
@@ -74,12 +76,13 @@ class ActorLearner:
         pass. Actions come from a no-grad pass of the same (noisy) policy head.
         Returns the flat gradient (a buffer this learner reuses on its next call).
         """
-        config, model, envs = self.config, self.model, self.envs
+        config, model, envs, spec = self.config, self.model, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
         model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
         hx, cx = self.state
         hiddens = []
-        actions = np.zeros((steps, batch), dtype=np.int64)
+        action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
+        actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
         rewards = np.zeros((steps, batch), dtype=np.float32)
         dones = np.zeros((steps, batch), dtype=np.float32)
         truncated = np.zeros((steps, batch), dtype=np.float32)
@@ -90,10 +93,9 @@ class ActorLearner:
             hx, cx = model.core(torch.from_numpy(envs.obs), (hx, cx))
             hiddens.append(hx)
             with torch.no_grad():
-                probs = F.softmax(model.policy(hx), dim=-1).numpy()
-            actions[t] = sample_actions(probs, self.rng.random(batch))
+                actions[t] = self.policy.sample(model.policy(hx), model.log_std, self.rng)
             result = envs.step(actions[t])
-            rewards[t] = result.rewards
+            rewards[t] = result.rewards * config.reward_scale
             ended = result.terminated | result.truncated
             dones[t] = ended
             valid[t] = result.valid
@@ -109,10 +111,8 @@ class ActorLearner:
         bootstrap = torch.from_numpy(self.value_of(envs.obs, (hx, cx)))
         self.state = (hx.detach(), cx.detach())
 
-        logits, values = model.heads(torch.stack(hiddens))
-        log_p = F.log_softmax(logits, dim=-1)
-        log_probs = log_p.gather(-1, torch.from_numpy(actions).unsqueeze(-1)).squeeze(-1)
-        entropies = -(log_p.exp() * log_p).sum(-1)
+        policy_out, values = model.heads(torch.stack(hiddens))
+        log_probs, entropies = self.policy.log_prob_entropy(policy_out, model.log_std, actions)
         rewards_t = fold_truncation_bootstrap(torch.from_numpy(rewards), torch.from_numpy(truncated),
                                               torch.from_numpy(final_values), config.gamma)
         advantages = gae_advantages(rewards_t, values.detach(), torch.from_numpy(dones), bootstrap,
@@ -131,16 +131,6 @@ class ActorLearner:
     def value_of(self, obs: np.ndarray, state) -> np.ndarray:
         hx, _ = self.model.core(torch.from_numpy(obs), state)
         return self.model.heads(hx)[1].numpy()
-
-
-def sample_actions(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """One action per row by inverse CDF; 20x cheaper than torch.multinomial at batch size 8.
-
-    The uniform draw is scaled by each row's total, which float32 rounding leaves
-    a little off 1, so an action of probability 0 is never picked.
-    """
-    cdf = probs.cumsum(axis=1)
-    return (cdf < uniform[:, None] * cdf[:, -1:]).sum(axis=1)
 
 
 @dataclass

@@ -12,6 +12,8 @@ forked worker processes inherit the registration.
 - DictCue-v0: the same with a Dict observation space, which the trainer refuses.
 - CueCrash-v0: raises RuntimeError("cue env exploded") on its first step, to fail a worker.
 - CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
+- CueMultiBinary-v0: the same with a MultiBinary action space, which the trainer refuses.
+- ContinuousCue-v0: observe x in [-1, 1], act a in [-2, 2] (a Box), earn -(a - x)^2, one step.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class CueEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
-                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False):
+                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False,
+                 multi_binary: bool = False):
         self.num_cues = num_cues
         self.terminate = terminate
         self.dict_obs = dict_obs
@@ -34,7 +37,8 @@ class CueEnv(gym.Env):
         self.nan_reward = nan_reward
         box = gym.spaces.Box(0.0, 1.0, (num_cues,), np.float32)
         self.observation_space = gym.spaces.Dict({"cue": box}) if dict_obs else box
-        self.action_space = gym.spaces.Discrete(num_cues, start=action_start)
+        self.action_space = (gym.spaces.MultiBinary(num_cues) if multi_binary
+                             else gym.spaces.Discrete(num_cues, start=action_start))
         self.cue = 0
 
     def _obs(self):
@@ -69,3 +73,25 @@ _register("CueTruncated-v0", kwargs={"terminate": False}, max_episode_steps=2)
 _register("DictCue-v0", kwargs={"dict_obs": True})
 _register("CueCrash-v0", kwargs={"crash": True})
 _register("CueNaN-v0", kwargs={"nan_reward": True})
+_register("CueMultiBinary-v0", kwargs={"multi_binary": True})
+
+
+class ContinuousCueEnv(gym.Env):
+    """One step: observe x ~ U(-1, 1), act a in [-2, 2], earn -(a - x)^2; the greedy optimum earns 0."""
+
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = self.np_random.uniform(-1.0, 1.0, size=1).astype(np.float32)
+        return self.x, {}
+
+    def step(self, action):
+        assert self.action_space.contains(np.asarray(action, dtype=np.float32)), action  # clipped by the trainer
+        return self.x, -float((action[0] - self.x[0]) ** 2), True, False, {}
+
+
+if "ContinuousCue-v0" not in gym.registry:
+    gym.register(id="ContinuousCue-v0", entry_point=ContinuousCueEnv, reward_threshold=-0.02)

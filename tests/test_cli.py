@@ -121,7 +121,7 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("env_id, words", [("Pendulum-v1", ["action space", "Box"]),
+@pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueMultiBinary-v0", ["action space", "MultiBinary"]),
                                            ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
     result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
