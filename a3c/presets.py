@@ -8,9 +8,10 @@ from __future__ import annotations
 
 PRESETS: dict[str, dict] = {
     "CartPole-v1": {},
-    "Acrobot-v1": {"max_steps": 500_000},
-    "Pendulum-v1": {"max_steps": 2_000_000, "gamma": 0.9, "reward_scale": 0.125, "t_max": 20,
-                    "lr": 1e-3, "value_loss_coef": 0.5, "entropy_coef": 0.001, "eval_interval": 2.0},
+    "Acrobot-v1": {"max_steps": 500_000, "gae_lambda": 0.95, "entropy_coef": 0.01},
+    "Pendulum-v1": {"max_steps": 2_000_000, "gamma": 0.9, "gae_lambda": 0.95, "reward_scale": 0.125,
+                    "t_max": 20, "lr": 1e-3, "value_loss_coef": 0.5, "entropy_coef": 0.001,
+                    "eval_interval": 1.0, "target_return": -200.0},
 }
 
 
