@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported anywhere in this process
 
@@ -24,3 +26,10 @@ def _swallow(*args, **kwargs) -> None:
 def quiet():
     """A print_fn for a3c.trainer.train that drops the progress output."""
     return _swallow
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """python main.py ARGS from the repo root, as a user runs it."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)

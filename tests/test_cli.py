@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -15,16 +13,10 @@ from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
-from .conftest import REPO_ROOT
+from .conftest import run_cli
 
 SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
                 "solved_env_steps", "solved_wall_seconds"}
-
-
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str) -> str:
