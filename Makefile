@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv train test bench-venv bench-throughput bench-solve clean
+.PHONY: venv atari-venv train test bench-venv bench-throughput bench-solve clean
 
 venv: $(VENV)/.installed
 
@@ -15,7 +15,13 @@ $(VENV)/.installed: requirements.txt
 train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
-test: venv
+atari-venv: $(VENV)/.atari-installed
+
+$(VENV)/.atari-installed: requirements-atari.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-atari.txt
+	touch $@
+
+test: atari-venv
 	$(PY) -m pytest -q
 
 bench-venv: $(VENV)/.bench-installed

@@ -31,6 +31,7 @@ class Config:
     # loss and returns
     gamma: float = 0.99
     reward_scale: float = 1.0  # rewards are multiplied by this in the loss (logs show them unscaled)
+    clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
     entropy_coef: float = 0.0  # NoisyNet explores; the paper drops the entropy bonus for NoisyNet-A3C

@@ -17,13 +17,14 @@ class EnvError(ValueError):
 class EnvSpec:
     """What the network needs to know about an environment."""
 
-    obs_size: int
+    obs_shape: tuple  # (size,) for a flat observation, (frames, height, width) for stacked frames
     num_actions: int  # the number of discrete actions, or the dimension of a continuous action
     action_start: int
     reward_threshold: Optional[float]
     continuous: bool = False
     action_low: Optional[np.ndarray] = None  # bounds of a continuous action
     action_high: Optional[np.ndarray] = None
+    obs_dtype: type = np.float32  # uint8 for frames: four times less to copy and store
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete start, or clipped
@@ -33,10 +34,28 @@ class EnvSpec:
         return actions + self.action_start
 
 
-def make_env(env_id: str) -> gym.Env:
-    """gymnasium.make with one-line errors; accepts the 'module:EnvId' form."""
+def is_atari(env_id: str) -> bool:
+    return env_id.startswith("ALE/")
+
+
+def make_atari(env_id: str, training: bool) -> gym.Env:
+    """The standard preprocessing: noop reset, frame skip 4, 84x84 grayscale, 4 stacked frames;
+    a lost life ends the episode in training only (evaluation plays whole games)."""
     try:
-        env = gym.make(env_id, disable_env_checker=True)
+        import ale_py
+    except ImportError:
+        raise EnvError(f"{env_id} needs the Atari extras: pip install -r requirements-atari.txt") from None
+    gym.register_envs(ale_py)
+    env = gym.make(env_id, frameskip=1, disable_env_checker=True)
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
+                                          terminal_on_life_loss=training, grayscale_obs=True)
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
+def make_env(env_id: str, training: bool = True) -> gym.Env:
+    """gymnasium.make with one-line errors; accepts the 'module:EnvId' form and ALE/ ids."""
+    try:
+        env = make_atari(env_id, training) if is_atari(env_id) else gym.make(env_id, disable_env_checker=True)
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise EnvError(f"cannot make environment {env_id!r}: {reason}") from None
@@ -51,17 +70,22 @@ def make_env(env_id: str) -> gym.Env:
 def describe(env: gym.Env) -> EnvSpec:
     """Read the spaces; refuse the ones the model cannot handle, naming them."""
     obs_space, action_space = env.observation_space, env.action_space
-    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
-        raise EnvError(f"unsupported observation space {obs_space}: a flat Box is needed")
+    flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
+    frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
+    if not (flat or frames):
+        raise EnvError(f"unsupported observation space {obs_space}: a flat Box or stacked uint8 frames are needed")
+    observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
+                   "obs_dtype": np.uint8 if frames else np.float32}
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):
-        return EnvSpec(int(obs_space.shape[0]), int(action_space.n), int(action_space.start), threshold)
+        return EnvSpec(num_actions=int(action_space.n), action_start=int(action_space.start),
+                       reward_threshold=threshold, **observation)
     if (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
             and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        return EnvSpec(int(obs_space.shape[0]), int(action_space.shape[0]), 0, threshold, continuous=True,
-                       action_low=action_space.low.astype(np.float32),
-                       action_high=action_space.high.astype(np.float32))
+        return EnvSpec(num_actions=int(action_space.shape[0]), action_start=0, reward_threshold=threshold,
+                       continuous=True, action_low=action_space.low.astype(np.float32),
+                       action_high=action_space.high.astype(np.float32), **observation)
     raise EnvError(f"unsupported action space {action_space}: a Discrete space or a bounded flat Box is needed")
 
 
@@ -77,17 +101,19 @@ def env_spec(env_id: str) -> EnvSpec:
 class StepResult:
     """One step of every environment in a batch."""
 
-    obs: np.ndarray  # [K, obs_size], float32, the observation to act on next
+    obs: np.ndarray  # [K, *obs_shape], the observation to act on next
     rewards: np.ndarray  # [K], float32
     terminated: np.ndarray  # [K], bool
     truncated: np.ndarray  # [K], bool
-    final_obs: np.ndarray  # [K, obs_size], the last observation where truncated, else zeros
+    final_obs: np.ndarray  # [K, *obs_shape], the last observation where truncated, else zeros
     finished_returns: list  # undiscounted returns of episodes that ended at this step
     finished_lengths: list
     valid: np.ndarray  # [K], bool: False where this step only reset an env (no transition to learn)
 
 
 def has_vector_entry_point(env_id: str) -> bool:
+    if is_atari(env_id):  # ALE's own vector env preprocesses differently from make_atari
+        return False
     spec = gym.registry.get(env_id.split(":")[-1])  # "module:EnvId" is registered as EnvId
     return spec is not None and spec.vector_entry_point is not None
 
@@ -97,7 +123,7 @@ def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
     env_spec(env_id)  # the one-line errors of make_env
     if has_vector_entry_point(env_id):
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
-    return gym.vector.SyncVectorEnv([lambda: make_env(env_id)] * num_envs)
+    return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs)
 
 
 def make_env_batch(env_id: str, seeds: list[int]):
@@ -123,7 +149,7 @@ class EnvBatch:
         size = len(self.envs)
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)
-        self.obs = np.zeros((size, self.spec.obs_size), dtype=np.float32)
+        self.obs = np.zeros((size, *self.spec.obs_shape), dtype=self.spec.obs_dtype)
         for i, (env, seed) in enumerate(zip(self.envs, seeds)):
             self.obs[i], _ = env.reset(seed=seed)
             env.action_space.seed(seed)

@@ -37,7 +37,7 @@ def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.Vec
     active = np.ones(envs.num_envs, dtype=bool)
     policy = distribution(spec.continuous)
     while active.any() and not (stop is not None and stop.is_set()):
-        head, _, state = model(torch.from_numpy(np.asarray(obs, dtype=np.float32)), state)
+        head, _, state = model(torch.from_numpy(np.asarray(obs, dtype=spec.obs_dtype)), state)
         obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(head)))
         returns += rewards * active
         active &= ~(terminated | truncated)

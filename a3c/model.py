@@ -42,18 +42,40 @@ class NoisyLinear(nn.Module):
         return F.linear(x, weight, bias)
 
 
+def conv_encoder(obs_shape: tuple[int, ...], hidden_size: int) -> nn.Sequential:
+    """Stacked frames [C, 84, 84] (uint8) -> features: the A3C paper's small convnet, cheap on a CPU."""
+    channels, height, width = obs_shape
+    convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
+                          nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
+    with torch.no_grad():
+        flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
+    return nn.Sequential(ScaleFrames(), convs, nn.Linear(flat_size, hidden_size), nn.ReLU())
+
+
+class ScaleFrames(nn.Module):
+    """uint8 pixels travel and are stored as bytes; the network sees floats in [0, 1]."""
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return frames.float() / 255.0
+
+
 class ActorCritic(nn.Module):
-    """Vector observation -> MLP encoder -> LSTMCell -> policy head and state value.
+    """Observation -> encoder -> LSTMCell -> policy head and state value.
+
+    The encoder is Linear+ReLU for a flat observation and a convnet for stacked
+    frames (an observation shape of three dimensions).
 
     The policy head gives logits (discrete actions) or the Gaussian mean
     (continuous actions, with a state-independent `log_std` parameter).
     """
 
-    def __init__(self, obs_size: int, num_actions: int, hidden_size: int = 64,
+    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_size: int = 64,
                  noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False):
         super().__init__()
         self.hidden_size = hidden_size
-        self.encoder = nn.Linear(obs_size, hidden_size)
+        obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
+        self.encoder = (nn.Sequential(nn.Linear(obs_shape[0], hidden_size), nn.ReLU()) if len(obs_shape) == 1
+                        else conv_encoder(obs_shape, hidden_size))
         self.lstm = nn.LSTMCell(hidden_size, hidden_size)
         if noisy:
             self.policy = NoisyLinear(hidden_size, num_actions, sigma_init)
@@ -76,7 +98,7 @@ class ActorCritic(nn.Module):
 
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step: the new (hx, cx); the heads read hx."""
-        return self.lstm(F.relu(self.encoder(obs)), state)
+        return self.lstm(self.encoder(obs), state)
 
     def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""

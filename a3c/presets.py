@@ -15,13 +15,22 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# Every ALE/ game: the A3C paper's Atari settings, scaled to a small machine. A full Pong run is
+# about 10-20M env steps: several hours on 2 cores.
+ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "hidden_size": 256, "t_max": 20, "envs_per_process": 4,
+         "lr": 1e-4, "value_loss_coef": 0.5, "eval_interval": 300.0, "eval_episodes": 4,
+         "log_interval": 100_000, "print_interval": 10.0}
+
+
 def preset_for(env_id: str) -> dict:
+    if env_id.startswith("ALE/"):
+        return ATARI
     return PRESETS.get(env_id.split(":")[-1], {})
 
 
 def format_presets() -> str:
     lines = []
-    for env_id, settings in PRESETS.items():
+    for env_id, settings in {**PRESETS, "ALE/* (Atari)": ATARI}.items():
         values = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in settings.items()) or "(the defaults)"
         lines.append(f"{env_id:<14} {values}")
     return "\n".join(lines)

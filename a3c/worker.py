@@ -43,7 +43,7 @@ def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
 
 
 def build_model(config: Config, spec: EnvSpec) -> ActorCritic:
-    return ActorCritic(spec.obs_size, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
+    return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
                        spec.continuous)
 
 
@@ -95,7 +95,7 @@ class ActorLearner:
             with torch.no_grad():
                 actions[t] = self.policy.sample(model.policy(hx), model.log_std, self.rng)
             result = envs.step(actions[t])
-            rewards[t] = result.rewards * config.reward_scale
+            rewards[t] = (np.sign(result.rewards) if config.clip_rewards else result.rewards) * config.reward_scale
             ended = result.terminated | result.truncated
             dones[t] = ended
             valid[t] = result.valid

@@ -12,10 +12,10 @@ CUE = "tests.cue_env:Cue-v0"
 
 def test_env_spec_reads_sizes_and_reward_threshold():
     spec = env_spec(CUE)
-    assert (spec.obs_size, spec.num_actions, spec.action_start) == (3, 3, 0)
+    assert (spec.obs_shape, spec.num_actions, spec.action_start) == ((3,), 3, 0)
     assert spec.reward_threshold == 0.95
     cartpole = env_spec("CartPole-v1")
-    assert (cartpole.obs_size, cartpole.num_actions, cartpole.reward_threshold) == (4, 2, 475.0)
+    assert (cartpole.obs_shape, cartpole.num_actions, cartpole.reward_threshold) == ((4,), 2, 475.0)
 
 
 def test_unknown_env_id_is_a_one_line_env_error():

@@ -93,7 +93,7 @@ def test_resample_noise_with_a_generator_is_reproducible():
 
 
 def test_actor_critic_without_noise_uses_plain_linear_heads():
-    model = build_model(Config(noise=False, hidden_size=32), EnvSpec(4, 3, 0, None))
+    model = build_model(Config(noise=False, hidden_size=32), EnvSpec((4,), 3, 0, None))
     assert type(model.policy) is nn.Linear and type(model.value) is nn.Linear
     assert not any(isinstance(m, NoisyLinear) for m in model.modules())
     # and resampling is harmless: the output does not change
@@ -104,7 +104,7 @@ def test_actor_critic_without_noise_uses_plain_linear_heads():
 
 
 def test_actor_critic_with_noise_uses_noisy_heads_with_the_configured_sigma():
-    model = build_model(Config(noise=True, sigma_init=0.05, hidden_size=32), EnvSpec(4, 3, 0, None))
+    model = build_model(Config(noise=True, sigma_init=0.05, hidden_size=32), EnvSpec((4,), 3, 0, None))
     assert isinstance(model.policy, NoisyLinear) and isinstance(model.value, NoisyLinear)
     assert torch.all(model.policy.weight_sigma == 0.05)
 
