@@ -73,6 +73,7 @@ def metrics_rows(run_dir: Path) -> list[dict]:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum):
     run_dir = tmp_path / "run"
+    shm_before = set(os.listdir("/dev/shm"))
     process = start_cli(*LONG_RUN, "--log-interval", "2000", "--run-dir", str(run_dir))
     pids = wait_for_children(process, 3)  # two workers and the evaluator
     wait_for_metrics_rows(run_dir, 3)
@@ -82,6 +83,7 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
     assert time.monotonic() - sent < 10
     assert process.returncode == 128 + signum, err
     assert not any(alive(pid) for pid in pids)
+    assert set(os.listdir("/dev/shm")) <= shm_before  # no shared-memory file outlives the run
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == ("interrupted" if signum == signal.SIGINT else "terminated")
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
