@@ -28,9 +28,17 @@ def preset_for(env_id: str) -> dict:
     return PRESETS.get(env_id.split(":")[-1], {})
 
 
+def as_option(name: str, value) -> str:
+    """How the setting is written on the command line."""
+    flag = name.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{flag}" if value else f"--no-{flag}"
+    return f"--{flag} {value}"
+
+
 def format_presets() -> str:
     lines = []
     for env_id, settings in {**PRESETS, "ALE/* (Atari)": ATARI}.items():
-        values = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in settings.items()) or "(the defaults)"
+        values = " ".join(as_option(k, v) for k, v in settings.items()) or "(the defaults)"
         lines.append(f"{env_id:<14} {values}")
     return "\n".join(lines)

@@ -27,3 +27,12 @@ def test_dict_round_trip_ignores_unknown_keys():
     config = Config(env="Acrobot-v1", seed=5, t_max=7)
     values = config.to_dict() | {"from_a_newer_version": 1}
     assert Config.from_dict(values) == config
+
+
+def test_presets_print_as_command_line_options(tmp_path):
+    from a3c.presets import format_presets, preset_for
+
+    text = format_presets()
+    assert "--clip-rewards " in text + " " and "True" not in text
+    assert preset_for("ALE/Pong-v5")["clip_rewards"] is True
+    assert preset_for("Pendulum-v1")["gamma"] == 0.9 and preset_for("NoPreset-v0") == {}
