@@ -29,7 +29,7 @@ def test_dict_round_trip_ignores_unknown_keys():
     assert Config.from_dict(values) == config
 
 
-def test_presets_print_as_command_line_options(tmp_path):
+def test_presets_print_as_command_line_options():
     from a3c.presets import format_presets, preset_for
 
     text = format_presets()
