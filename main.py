@@ -45,6 +45,7 @@ TRAIN_OPTIONS = [
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option("--gamma", "discount factor", type=float),
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
+    option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),

@@ -31,6 +31,7 @@ class Config:
     # loss and returns
     gamma: float = 0.99
     reward_scale: float = 1.0  # rewards are multiplied by this in the loss (logs show them unscaled)
+    normalize_obs: bool = False  # running mean/std of observations, shared by the workers
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
@@ -97,7 +98,7 @@ class Config:
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
-STRUCTURAL_FIELDS = ("env", "hidden_size", "noise")
+STRUCTURAL_FIELDS = ("env", "hidden_size", "noise", "optimizer", "normalize_obs")
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:

@@ -81,6 +81,8 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             steps = shared.env_steps.total()
             with torch.no_grad():
                 weights.copy_(shared.optimizer.params[0])
+            if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
+                model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
             seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
             returns = play_greedy_episodes(model, spec, envs, seed, shared.stop)
             round_ += 1

@@ -59,6 +59,35 @@ class ScaleFrames(nn.Module):
         return frames.float() / 255.0
 
 
+class RunningNorm(nn.Module):
+    """Observation normalisation by a running mean and variance (Chan et al.'s parallel update).
+
+    The statistics are buffers: they travel with state_dict into checkpoints, and a
+    worker shares one instance with the shared model, so every worker updates and
+    reads the same statistics in shared memory (Hogwild, like the weights).
+    """
+
+    def __init__(self, shape: tuple[int, ...], clip: float = 10.0):
+        super().__init__()
+        self.clip = clip
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, batch: torch.Tensor) -> None:
+        batch = batch.double()
+        n, batch_mean, batch_var = batch.shape[0], batch.mean(0), batch.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.var.copy_((self.var * self.count + batch_var * n + delta.pow(2) * self.count * n / total) / total)
+        self.mean.add_(delta * n / total)
+        self.count.copy_(total)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return ((obs - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-self.clip, self.clip).float()
+
+
 class ActorCritic(nn.Module):
     """Observation -> encoder -> LSTMCell -> policy head and state value.
 
@@ -70,10 +99,12 @@ class ActorCritic(nn.Module):
     """
 
     def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_size: int = 64,
-                 noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False):
+                 noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
+                 normalize_obs: bool = False):
         super().__init__()
         self.hidden_size = hidden_size
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
+        self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
         self.encoder = (nn.Sequential(nn.Linear(obs_shape[0], hidden_size), nn.ReLU()) if len(obs_shape) == 1
                         else conv_encoder(obs_shape, hidden_size))
         self.lstm = nn.LSTMCell(hidden_size, hidden_size)
@@ -98,6 +129,8 @@ class ActorCritic(nn.Module):
 
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step: the new (hx, cx); the heads read hx."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
         return self.lstm(self.encoder(obs), state)
 
     def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,7 +7,7 @@ import os
 import signal
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -15,7 +15,7 @@ import torch
 from .config import Config
 from .envs import EnvSpec, make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
-from .model import ActorCritic
+from .model import ActorCritic, RunningNorm
 from .policy import distribution
 from .optim import SharedOptimizer, linear_decay
 from .counter import StepCounter
@@ -44,7 +44,7 @@ def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
 
 def build_model(config: Config, spec: EnvSpec) -> ActorCritic:
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
-                       spec.continuous)
+                       spec.continuous, config.normalize_obs)
 
 
 class ActorLearner:
@@ -53,11 +53,14 @@ class ActorLearner:
     Knows nothing of processes or shared memory, so any transport can drive it.
     """
 
-    def __init__(self, config: Config, seeds: list[int]):
+    def __init__(self, config: Config, seeds: list[int], obs_norm: Optional[RunningNorm] = None):
+        """`obs_norm`: the shared model's observation statistics, updated and read in place."""
         self.config = config
         self.envs = make_env_batch(config.env, seeds)
         spec = self.envs.spec
         self.model = build_model(config, spec)
+        if obs_norm is not None:
+            self.model.obs_norm = obs_norm
         self.policy = distribution(spec.continuous)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
@@ -90,6 +93,8 @@ class ActorLearner:
         valid = np.ones((steps, batch), dtype=np.float32)
         finished_returns, finished_lengths = [], []
         for t in range(steps):
+            if model.obs_norm is not None:
+                model.obs_norm.update(torch.from_numpy(envs.obs))
             hx, cx = model.core(torch.from_numpy(envs.obs), (hx, cx))
             hiddens.append(hx)
             with torch.no_grad():
@@ -173,7 +178,7 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     become_child_process()
     torch.manual_seed(config.seed + rank + incarnation * config.num_processes)
     try:
-        learner = ActorLearner(config, env_seeds(config, rank, incarnation))
+        learner = ActorLearner(config, env_seeds(config, rank, incarnation), shared.model.obs_norm)
         weights = shared.optimizer.params[0]
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
             learner.load_weights(weights)
