@@ -118,12 +118,13 @@ def has_vector_entry_point(env_id: str) -> bool:
     return spec is not None and spec.vector_entry_point is not None
 
 
-def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
-    """A gymnasium vector env (next-step autoreset) of checked envs, numpy-vectorised where possible."""
-    env_spec(env_id)  # the one-line errors of make_env
+def make_vector_env(env_id: str, num_envs: int) -> tuple[gym.vector.VectorEnv, EnvSpec]:
+    """A gymnasium vector env (next-step autoreset) of checked envs, numpy-vectorised where possible,
+    and the spec of its envs."""
+    spec = env_spec(env_id)  # the one-line errors of make_env
     if has_vector_entry_point(env_id):
-        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
-    return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs)
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"), spec
+    return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs), spec
 
 
 def make_env_batch(env_id: str, seeds: list[int]):
@@ -198,10 +199,8 @@ class VectorEnvBatch:
     """
 
     def __init__(self, env_id: str, seeds: list[int]):
+        self.spec = env_spec(env_id)
         self.env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
-        single = make_env(env_id)
-        self.spec = describe(single)
-        single.close()
         size = len(seeds)
         self.obs, _ = self.env.reset(seed=seeds[0])
         self._returns = np.zeros(size, dtype=np.float64)

@@ -15,9 +15,9 @@ import torch
 from .checkpoint import save_checkpoint
 from .config import Config
 from .envs import EnvError, EnvSpec, env_spec, make_vector_env
+from .flat import flatten_parameters
 from .model import ActorCritic
 from .policy import distribution
-from .flat import flatten_parameters
 from .worker import Shared, become_child_process, build_model, parent_is_gone
 
 
@@ -45,9 +45,9 @@ def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.Vec
 
 
 def evaluate_model(model: ActorCritic, env_id: str, episodes: int, seed: int) -> list[float]:
-    envs = make_vector_env(env_id, episodes)
+    envs, spec = make_vector_env(env_id, episodes)
     try:
-        return play_greedy_episodes(model, env_spec(env_id), envs, seed)
+        return play_greedy_episodes(model, spec, envs, seed)
     finally:
         envs.close()
 
@@ -72,7 +72,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     become_child_process()
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
     weights = flatten_parameters(model)
-    envs, spec = make_vector_env(config.env, config.eval_episodes), env_spec(config.env)
+    envs, spec = make_vector_env(config.env, config.eval_episodes)
     best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0

@@ -20,7 +20,7 @@ from . import __version__
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, config_for_resume
 from .counter import StepCounter
-from .envs import env_spec
+from .envs import EnvSpec, env_spec
 from .evaluator import run_evaluator
 from .flat import flatten_parameters
 from .metrics import Console, MetricsWriter, drop_rows_after
@@ -38,8 +38,7 @@ class RunSetup:
 
     config: Config
     run_dir: Path
-    model: ActorCritic
-    weights: torch.Tensor  # the model's flat parameters, in shared memory
+    model: ActorCritic  # its parameters are views of optimizer.params[0], in shared memory
     optimizer: SharedOptimizer
     env_steps: int = 0
     counters: Optional[dict] = None
@@ -65,14 +64,13 @@ def prepare_run_dir(path: str) -> Path:
     return run_dir
 
 
-def shared_model(config: Config) -> tuple[ActorCritic, torch.Tensor, SharedOptimizer]:
-    spec = env_spec(config.env)
+def shared_model(config: Config, spec: EnvSpec) -> tuple[ActorCritic, SharedOptimizer]:
     torch.manual_seed(config.seed)
     model = build_model(config, spec)
     weights = flatten_parameters(model).share_memory_()
-    model.share_memory()  # the noise buffers; the parameters are views of `weights`
+    model.share_memory()  # the noise and normalisation buffers; the parameters are views of `weights`
     optimizer = make_optimizer(config.optimizer, [weights], config.lr).share_memory()
-    return model, weights, optimizer
+    return model, optimizer
 
 
 def new_run(config: Config) -> RunSetup:
@@ -80,7 +78,7 @@ def new_run(config: Config) -> RunSetup:
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, *shared_model(config))
+    return RunSetup(config, run_dir, *shared_model(config, spec))
 
 
 def checkpoint_path(path: str) -> Path:
@@ -101,7 +99,7 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
     if payload["env_steps"] >= config.max_steps:
         raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
                           f"{config.max_steps:,}; give a larger --max-steps to train on")
-    model, weights, optimizer = shared_model(config)
+    model, optimizer = shared_model(config, env_spec(config.env))
     try:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
@@ -109,7 +107,7 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
         raise CheckpointError(f"{file} does not fit this network: {str(error).splitlines()[0]}") from None
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
-    return RunSetup(config, run_dir, model, weights, optimizer, payload["env_steps"], payload.get("counters"))
+    return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"))
 
 
 def start_method(config: Config) -> str:

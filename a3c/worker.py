@@ -13,12 +13,12 @@ import numpy as np
 import torch
 
 from .config import Config
+from .counter import StepCounter
 from .envs import EnvSpec, make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import ActorCritic, RunningNorm
-from .policy import distribution
 from .optim import SharedOptimizer, linear_decay
-from .counter import StepCounter
+from .policy import distribution
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
 
 
