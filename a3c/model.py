@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -89,10 +90,15 @@ class RunningNorm(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Observation -> encoder -> LSTMCell -> policy head and state value.
+    """Observation -> encoder -> LSTM -> policy head and state value.
 
     The encoder is Linear+ReLU for a flat observation and a convnet for stacked
     frames (an observation shape of three dimensions).
+
+    The LSTM runs two ways on the same weights: step() advances it one step (acting,
+    evaluation; no autograd needed), unroll() replays a whole rollout with autograd
+    through torch's fused sequence LSTM, whose forward and backward cost about a third
+    of stepping a cell T times.
 
     The policy head gives logits (discrete actions) or the Gaussian mean
     (continuous actions, with a state-independent `log_std` parameter).
@@ -107,7 +113,7 @@ class ActorCritic(nn.Module):
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
         self.encoder = (nn.Sequential(nn.Linear(obs_shape[0], hidden_size), nn.ReLU()) if len(obs_shape) == 1
                         else conv_encoder(obs_shape, hidden_size))
-        self.lstm = nn.LSTMCell(hidden_size, hidden_size)
+        self.lstm = nn.LSTM(hidden_size, hidden_size)
         if noisy:
             self.policy = NoisyLinear(hidden_size, num_actions, sigma_init)
             self.value = NoisyLinear(hidden_size, 1, sigma_init)
@@ -115,8 +121,8 @@ class ActorCritic(nn.Module):
             self.policy = nn.Linear(hidden_size, num_actions)
             self.value = nn.Linear(hidden_size, 1)
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
-        self.lstm.bias_ih.data.zero_()
-        self.lstm.bias_hh.data.zero_()
+        self.lstm.bias_ih_l0.data.zero_()
+        self.lstm.bias_hh_l0.data.zero_()
 
     def initial_state(self, batch_size: int) -> LSTMState:
         zeros = torch.zeros(batch_size, self.hidden_size)
@@ -127,11 +133,39 @@ class ActorCritic(nn.Module):
             if isinstance(module, NoisyLinear):
                 module.resample_noise(generator)
 
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the encoder reads: the observation, normalised if the model keeps statistics."""
+        return obs if self.obs_norm is None else self.obs_norm(obs)
+
+    def step(self, inputs: torch.Tensor, state: LSTMState) -> LSTMState:
+        """One recurrent step from normalised inputs [B, ...]: the new (hx, cx); the heads read hx."""
+        lstm = self.lstm
+        return torch.lstm_cell(self.encoder(inputs), state, lstm.weight_ih_l0, lstm.weight_hh_l0,
+                               lstm.bias_ih_l0, lstm.bias_hh_l0)
+
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
-        """One recurrent step: the new (hx, cx); the heads read hx."""
-        if self.obs_norm is not None:
-            obs = self.obs_norm(obs)
-        return self.lstm(self.encoder(obs), state)
+        """One recurrent step from a raw observation batch."""
+        return self.step(self.normalize(obs), state)
+
+    def unroll(self, inputs: torch.Tensor, state: LSTMState, restart: np.ndarray) -> torch.Tensor:
+        """The hidden states [T, B, H] of a rollout of normalised inputs [T, B, ...], with autograd.
+
+        `restart[t, b]` means env b's episode ended at step t, so its state is zeroed
+        before step t + 1 (as the actor did). One fused LSTM call covers each stretch
+        of steps with no restart in any env.
+        """
+        steps, batch = restart.shape
+        features = self.encoder(inputs.flatten(0, 1)).unflatten(0, (steps, batch))
+        hx, cx = state[0].unsqueeze(0), state[1].unsqueeze(0)
+        stretches, start = [], 0
+        for end in (np.flatnonzero(restart[:-1].any(axis=1)) + 1).tolist() + [steps]:
+            out, (hx, cx) = self.lstm(features[start:end], (hx, cx))
+            stretches.append(out)
+            if end < steps:
+                keep = torch.from_numpy(~restart[end - 1]).view(1, batch, 1).float()
+                hx, cx = hx * keep, cx * keep
+            start = end
+        return torch.cat(stretches)
 
     def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""

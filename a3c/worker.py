@@ -74,55 +74,58 @@ class ActorLearner:
     def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """Play t_max steps in every env, then backpropagate the A3C loss once.
 
-        Only the encoder and LSTM run with autograd inside the loop; the heads run
-        once over the stacked hidden states afterwards, which halves the backward
-        pass. Actions come from a no-grad pass of the same (noisy) policy head.
+        The actor runs without autograd; afterwards the network replays the rollout
+        with autograd in one unroll() and the heads run once over all its hidden
+        states. Both cost far less than recording a graph step by step.
         Returns the flat gradient (a buffer this learner reuses on its next call).
         """
         config, model, envs, spec = self.config, self.model, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
         model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
-        hx, cx = self.state
-        hiddens = []
+        start_state = hx, cx = self.state
+        inputs = []  # what the encoder read at each step, replayed by unroll()
         action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
         actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
         rewards = np.zeros((steps, batch), dtype=np.float32)
         dones = np.zeros((steps, batch), dtype=np.float32)
         truncated = np.zeros((steps, batch), dtype=np.float32)
         final_values = np.zeros((steps, batch), dtype=np.float32)
-        valid = np.ones((steps, batch), dtype=np.float32)
+        valid = np.ones((steps, batch), dtype=bool)
+        restart = np.zeros((steps, batch), dtype=bool)
         finished_returns, finished_lengths = [], []
-        for t in range(steps):
-            if model.obs_norm is not None:
-                model.obs_norm.update(torch.from_numpy(envs.obs))
-            hx, cx = model.core(torch.from_numpy(envs.obs), (hx, cx))
-            hiddens.append(hx)
-            with torch.no_grad():
+        with torch.no_grad():
+            for t in range(steps):
+                obs = torch.from_numpy(envs.obs)  # env batches return a new array every step
+                if model.obs_norm is not None:
+                    model.obs_norm.update(obs)
+                inputs.append(model.normalize(obs))
+                hx, cx = model.step(inputs[-1], (hx, cx))
                 actions[t] = self.policy.sample(model.policy(hx), model.log_std, self.rng)
-            result = envs.step(actions[t])
-            rewards[t] = (np.sign(result.rewards) if config.clip_rewards else result.rewards) * config.reward_scale
-            ended = result.terminated | result.truncated
-            dones[t] = ended
-            valid[t] = result.valid
-            if result.truncated.any():
-                truncated[t] = result.truncated
-                final_values[t] = self.value_of(result.final_obs, (hx, cx))
-            restart = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
-            if restart.any():
-                keep = torch.from_numpy(~restart).unsqueeze(1).float()
-                hx, cx = hx * keep, cx * keep
-            finished_returns += result.finished_returns
-            finished_lengths += result.finished_lengths
-        bootstrap = torch.from_numpy(self.value_of(envs.obs, (hx, cx)))
-        self.state = (hx.detach(), cx.detach())
+                result = envs.step(actions[t])
+                rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
+                              * config.reward_scale)
+                ended = result.terminated | result.truncated
+                dones[t] = ended
+                valid[t] = result.valid
+                if result.truncated.any():
+                    truncated[t] = result.truncated
+                    final_values[t] = self.value_of(result.final_obs, (hx, cx))
+                restart[t] = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
+                if restart[t].any():
+                    keep = torch.from_numpy(~restart[t]).unsqueeze(1).float()
+                    hx, cx = hx * keep, cx * keep
+                finished_returns += result.finished_returns
+                finished_lengths += result.finished_lengths
+            bootstrap = torch.from_numpy(self.value_of(envs.obs, (hx, cx)))
+        self.state = (hx, cx)
 
-        policy_out, values = model.heads(torch.stack(hiddens))
+        policy_out, values = model.heads(model.unroll(torch.stack(inputs), start_state, restart))
         log_probs, entropies = self.policy.log_prob_entropy(policy_out, model.log_std, actions)
         rewards_t = fold_truncation_bootstrap(torch.from_numpy(rewards), torch.from_numpy(truncated),
                                               torch.from_numpy(final_values), config.gamma)
         advantages = gae_advantages(rewards_t, values.detach(), torch.from_numpy(dones), bootstrap,
                                     config.gamma, config.gae_lambda)
-        mask = None if valid.all() else torch.from_numpy(valid)
+        mask = None if valid.all() else torch.from_numpy(valid).float()
         loss = a3c_loss(log_probs, entropies, values, advantages, config.value_loss_coef, config.entropy_coef,
                         mask)
         self.flat_grad.zero_()  # the gradient of this rollout only (DESIGN.md fact 1)
