@@ -6,6 +6,7 @@ import math
 import os
 import signal
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -20,6 +21,7 @@ from .model import ActorCritic, RunningNorm
 from .optim import SharedOptimizer, linear_decay
 from .policy import distribution
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
+from .turns import Turns
 
 
 @dataclass
@@ -149,6 +151,7 @@ class Shared:
     optimizer: SharedOptimizer
     env_steps: StepCounter
     stop: Any  # multiprocessing Event
+    turns: Optional[Turns] = None  # None: every worker acts at once
 
 
 def become_child_process() -> None:
@@ -183,11 +186,13 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     try:
         learner = ActorLearner(config, env_seeds(config, rank, incarnation), shared.model.obs_norm)
         weights = shared.optimizer.params[0]
+        turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
-            learner.load_weights(weights)
-            grad, report = learner.compute_gradient()
-            report.applied = apply_gradient(shared.optimizer, grad, current_lr(config, shared.env_steps.total()),
-                                            report.grad_norm)
+            with turn(rank):
+                learner.load_weights(weights)
+                grad, report = learner.compute_gradient()
+                report.applied = apply_gradient(shared.optimizer, grad,
+                                                current_lr(config, shared.env_steps.total()), report.grad_norm)
             shared.env_steps.add(rank, report.env_steps)
             messages.send(("update", rank, report))
             if shared.env_steps.total() >= config.max_steps:

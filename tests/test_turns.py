@@ -1,0 +1,71 @@
+"""Turns (a3c.turns): at most N workers at once, and a turn lost with a killed worker comes back."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+
+from a3c.turns import TURN_TIMEOUT_SECONDS, Turns
+
+CTX = multiprocessing.get_context("fork")
+
+
+def hold_a_turn(turns: Turns, rank: int, active_now, most_at_once, lock, seconds: float) -> None:
+    with turns.turn(rank):
+        with lock:
+            active_now.value += 1
+            most_at_once.value = max(most_at_once.value, active_now.value)
+        time.sleep(seconds)
+        with lock:
+            active_now.value -= 1
+
+
+def test_no_more_than_the_allowed_number_of_workers_hold_a_turn_at_once():
+    workers, allowed = 6, 2
+    turns = Turns(CTX, allowed, workers)
+    active_now, most_at_once, lock = CTX.RawValue("i", 0), CTX.RawValue("i", 0), CTX.Lock()
+    processes = [CTX.Process(target=hold_a_turn, args=(turns, rank, active_now, most_at_once, lock, 0.1))
+                 for rank in range(workers)]
+    started = time.monotonic()
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(10)
+    assert most_at_once.value == allowed
+    assert time.monotonic() - started >= 0.3  # 6 turns of 0.1 s, 2 at a time
+    assert all(process.exitcode == 0 for process in processes)
+
+
+def sleep_in_a_turn(turns: Turns, rank: int, started) -> None:
+    with turns.turn(rank):
+        started.set()
+        time.sleep(60)
+
+
+def test_the_turn_of_a_killed_worker_is_given_back_for_it():
+    turns = Turns(CTX, 1, 2)
+    started = CTX.Event()
+    holder = CTX.Process(target=sleep_in_a_turn, args=(turns, 0, started))
+    holder.start()
+    assert started.wait(10)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    assert turns.holding[0] == 1  # it died holding its turn
+
+    turns.give_back_for(0)
+    waited = time.monotonic()
+    with turns.turn(1):
+        assert time.monotonic() - waited < TURN_TIMEOUT_SECONDS / 2  # at once, not after the timeout
+    turns.give_back_for(1)  # not holding: nothing to give back, and nothing breaks
+    assert list(turns.holding) == [0, 0]
+
+
+def test_a_turn_lost_for_good_delays_a_worker_but_never_blocks_it():
+    turns = Turns(CTX, 1, 2)
+    assert turns.semaphore.acquire()  # taken and never given back, as by a worker killed unseen
+    waited = time.monotonic()
+    with turns.turn(1):
+        assert turns.holding[1] == 0  # it went ahead without a turn: nothing to give back
+    assert TURN_TIMEOUT_SECONDS * 0.9 <= time.monotonic() - waited < TURN_TIMEOUT_SECONDS * 3
