@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv train test bench-venv bench-throughput bench-solve clean
+.PHONY: venv atari-venv ray-venv train test bench-venv bench-throughput bench-solve bench-ray clean
 
 venv: $(VENV)/.installed
 
@@ -21,7 +21,13 @@ $(VENV)/.atari-installed: requirements-atari.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-atari.txt
 	touch $@
 
-test: atari-venv
+ray-venv: $(VENV)/.ray-installed
+
+$(VENV)/.ray-installed: requirements-ray.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-ray.txt
+	touch $@
+
+test: atari-venv ray-venv
 	$(PY) -m pytest -q
 
 bench-venv: $(VENV)/.bench-installed
@@ -35,6 +41,9 @@ bench-throughput: bench-venv
 
 bench-solve: bench-venv
 	$(PY) benchmarks/solve.py
+
+bench-ray: bench-venv ray-venv
+	$(PY) benchmarks/ray_bench.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

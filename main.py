@@ -37,6 +37,8 @@ TRAIN_OPTIONS = [
     option("--env", "gymnasium id, also 'module:EnvId'"),
     option("--num-processes", "worker processes (default: CPU cores)", type=int),
     option("--envs-per-process", "environments each worker steps together", type=int),
+    option("--active-workers", "at most this many workers act and update at once, the others wait their "
+           "turn (default 0: one per CPU core)", type=int),
     option("--t-max", "rollout length: steps per environment per update", type=int),
     option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
     option("--seed", "worker i seeds torch and its env with seed + i", type=int),
@@ -66,6 +68,10 @@ TRAIN_OPTIONS = [
     option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
     option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
            type=click.Choice(["", "fork", "spawn", "forkserver"])),
+    option("--backend", "local: worker processes sharing memory; ray: Ray actors around a parameter server "
+           "(pip install -r requirements-ray.txt)", type=click.Choice(["local", "ray"])),
+    option("--ray-address", "with --backend ray: 'auto' or HOST:PORT of a running Ray cluster "
+           "(default: start a local Ray instance)"),
 ]
 
 

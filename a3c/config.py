@@ -21,6 +21,7 @@ class Config:
     env: str = "CartPole-v1"
     num_processes: int = os.cpu_count() or 1
     envs_per_process: int = 8
+    active_workers: int = 0  # at most this many workers act and update at once; 0: one per core (a3c/turns.py)
     t_max: int = 10
     max_steps: int = 1_000_000
     seed: int = 0
@@ -53,11 +54,15 @@ class Config:
     max_worker_restarts: int = 3
     run_dir: str = ""
     start_method: str = ""
+    # transport
+    backend: str = "local"  # local: shared-memory processes; ray: Ray actors around a parameter server
+    ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
 
     def __post_init__(self) -> None:
         checks = [
             ("num_processes", self.num_processes >= 1, ">= 1"),
             ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
+            ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
             ("t_max", self.t_max >= 1, ">= 1"),
             ("max_steps", self.max_steps >= 1, ">= 1"),
             ("hidden_size", self.hidden_size >= 1, ">= 1"),
@@ -80,6 +85,10 @@ class Config:
              or isinstance(self.target_return, (int, float)), "a number, auto or none"),
             ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
              "one of fork, spawn, forkserver"),
+            ("backend", self.backend in ("local", "ray"), "one of local, ray"),
+            ("ray_address", not self.ray_address or self.backend == "ray", "given only with --backend ray"),
+            # the Ray workers would each keep their own statistics: refuse rather than train on skewed inputs
+            ("normalize_obs", not (self.normalize_obs and self.backend == "ray"), "off with --backend ray"),
         ]
         for name, ok, rule in checks:
             if not ok:
@@ -110,4 +119,7 @@ def config_for_resume(saved: Config, overrides: dict) -> Config:
         if name in overrides and overrides[name] != getattr(saved, name):
             raise ConfigError(f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
                               f"which was trained with {getattr(saved, name)!r}")
-    return saved.replace(**{k: v for k, v in overrides.items() if k != "run_dir"})
+    changes = {k: v for k, v in overrides.items() if k != "run_dir"}
+    if changes.get("backend") == "local":
+        changes.setdefault("ray_address", "")  # a Ray run resumed locally: its cluster address means nothing here
+    return saved.replace(**changes)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 PRESETS: dict[str, dict] = {
     "CartPole-v1": {},
-    "Acrobot-v1": {"max_steps": 500_000, "gae_lambda": 0.95, "entropy_coef": 0.01},
+    # returns near -100 swamp the policy gradient: scaled to about -10, the policy no longer collapses
+    "Acrobot-v1": {"max_steps": 500_000, "gae_lambda": 0.95, "entropy_coef": 0.01, "reward_scale": 0.1,
+                   "value_loss_coef": 0.5},
     "Pendulum-v1": {"max_steps": 2_000_000, "gamma": 0.9, "gae_lambda": 0.95, "reward_scale": 0.125,
                     "t_max": 20, "lr": 1e-3, "value_loss_coef": 0.5, "entropy_coef": 0.001,
                     "eval_interval": 1.0, "target_return": -200.0},

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.multiprocessing as mp
@@ -26,10 +26,12 @@ from .flat import flatten_parameters
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import ActorCritic
 from .optim import SharedOptimizer, make_optimizer
+from .turns import Turns
 from .worker import Shared, build_model, current_lr, run_worker
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
-EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1}
+EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
+              "parameter_server_failed": 1}
 
 
 @dataclass
@@ -42,6 +44,7 @@ class RunSetup:
     optimizer: SharedOptimizer
     env_steps: int = 0
     counters: Optional[dict] = None
+    ray_cluster: Any = None  # a3c.ray_backend.RayCluster with --backend ray
 
 
 def default_run_dir(env_id: str) -> str:
@@ -77,8 +80,9 @@ def new_run(config: Config) -> RunSetup:
     spec = env_spec(config.env)
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, *shared_model(config, spec))
+    return RunSetup(config, run_dir, *shared_model(config, spec), ray_cluster=ray_cluster)
 
 
 def checkpoint_path(path: str) -> Path:
@@ -105,9 +109,24 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
         optimizer.load_state_dict(payload["optimizer"])
     except (RuntimeError, KeyError, TypeError) as error:
         raise CheckpointError(f"{file} does not fit this network: {str(error).splitlines()[0]}") from None
+    ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
-    return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"))
+    return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
+
+
+def connect_backend(config: Config):
+    """With --backend ray, connect to Ray before anything is written: a bad address is a usage error."""
+    if config.backend != "ray":
+        return None
+    from .ray_backend import connect  # here only: the local backend never imports Ray
+    return connect(config)
+
+
+def worker_turns(ctx, config: Config) -> Optional[Turns]:
+    """One active worker per core unless told otherwise; none needed when every worker has a core."""
+    active = config.active_workers or os.cpu_count() or 1
+    return Turns(ctx, active, config.num_processes) if active < config.num_processes else None
 
 
 def start_method(config: Config) -> str:
@@ -168,11 +187,14 @@ class ProcessPool:
     def start_worker(self, rank: int) -> None:
         self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, self.restarts[rank])
 
+    def start_evaluator(self) -> None:
+        if self.config.eval_episodes > 0:
+            self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
+
     def start(self) -> None:
         for rank in range(self.config.num_processes):
             self.start_worker(rank)
-        if self.config.eval_episodes > 0:
-            self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
+        self.start_evaluator()
 
     def processes(self) -> list[mp.Process]:
         return list(self.workers.values()) + ([self.evaluator] if self.evaluator else [])
@@ -194,20 +216,38 @@ class ProcessPool:
                 continue
             cause = (f"killed by signal {-process.exitcode}" if process.exitcode < 0
                      else f"exit code {process.exitcode}")
-            if self.restarts[rank] >= self.config.max_worker_restarts:
-                self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
-                                     f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
-                return "worker_failed"
-            self.restarts[rank] += 1
-            self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
-                                 f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
             process.join()
-            self.start_worker(rank)
-        if self.evaluator is not None and self.evaluator.exitcode not in (None, 0):
+            if self.shared.turns is not None:
+                self.shared.turns.give_back_for(rank)
+            if self.restart_worker(rank, cause) is not None:
+                return "worker_failed"
+        if self.evaluator_failed():
             return "evaluator_failed"
         if all(p.exitcode == 0 for p in self.workers.values()):
             return "max_steps"
         return None
+
+    def restart_worker(self, rank: int, cause: str) -> Optional[str]:
+        """Start a dead worker again; "worker_failed" once it has used up its restarts."""
+        if self.restarts[rank] >= self.config.max_worker_restarts:
+            self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
+                                 f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
+            return "worker_failed"
+        self.restarts[rank] += 1
+        self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
+                             f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
+        self.start_worker(rank)
+        return None
+
+    def evaluator_failed(self) -> bool:
+        return self.evaluator is not None and self.evaluator.exitcode not in (None, 0)
+
+    def sync_state(self) -> bool:
+        """Make the shared model and optimizer current for a checkpoint; False if they cannot be vouched for.
+
+        Here the workers step them in shared memory: they always are.
+        """
+        return True
 
     def stop(self, handle) -> None:
         """Let every process finish its update, reading their messages so none blocks on a full pipe."""
@@ -227,6 +267,11 @@ class ProcessPool:
                 os.kill(process.pid, signal.SIGKILL)
 
 
+def make_ray_pool(ray_cluster, *pool_args) -> ProcessPool:
+    from .ray_backend import RayPool
+    return RayPool(ray_cluster, *pool_args)
+
+
 def checkpoint_payload(setup: RunSetup, env_steps: int, writer: MetricsWriter) -> dict:
     return {"config": setup.config.to_dict(),
             "model": {k: v.clone() for k, v in setup.model.state_dict().items()},  # a snapshot of live weights
@@ -244,12 +289,13 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
 
     ctx = mp.get_context(start_method(config))
     shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
-                    ctx.Event())
+                    ctx.Event(), worker_turns(ctx, config))
     console = Console(print_fn)
     writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
                            setup.env_steps, setup.counters)
-    pool = ProcessPool(ctx, config, shared, run_dir, start_time, writer.best_eval, console)
+    pool_args = (ctx, config, shared, run_dir, start_time, writer.best_eval, console)
+    pool = make_ray_pool(setup.ray_cluster, *pool_args) if setup.ray_cluster else ProcessPool(*pool_args)
     last_pt = run_dir / "checkpoints" / "last.pt"
     console.message(f"{'resuming' if resume else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
@@ -261,7 +307,8 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
             pool.receive(writer.handle, timeout=0.05)
             writer.maybe_print()
             if time.monotonic() >= next_checkpoint:
-                save_checkpoint(last_pt, checkpoint_payload(setup, shared.env_steps.total(), writer))
+                if pool.sync_state():
+                    save_checkpoint(last_pt, checkpoint_payload(setup, shared.env_steps.total(), writer))
                 next_checkpoint = time.monotonic() + config.checkpoint_interval
             if interrupts.received is not None:
                 stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
@@ -281,7 +328,8 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
     if writer.solved_at is not None:
         stop_reason = "solved"
     env_steps = shared.env_steps.total()
-    save_checkpoint(last_pt, checkpoint_payload(setup, env_steps, writer))
+    if pool.sync_state():  # else last.pt keeps the last state that could be vouched for
+        save_checkpoint(last_pt, checkpoint_payload(setup, env_steps, writer))
     writer.close()
     summary = writer.summary(config.env, env_steps, config.target_return, stop_reason)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -154,6 +154,11 @@ class Shared:
     turns: Optional[Turns] = None  # None: every worker acts at once
 
 
+def seed_worker_torch(config: Config, rank: int, incarnation: int) -> None:
+    """The noise draws of worker `rank`: its own, and new ones after each restart."""
+    torch.manual_seed(config.seed + rank + incarnation * config.num_processes)
+
+
 def become_child_process() -> None:
     """Settings every worker and evaluator process needs first."""
     torch.set_num_threads(1)  # DESIGN.md fact 3: more threads deadlock or crawl
@@ -182,7 +187,7 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     other processes, so a killed worker cannot block the others).
     """
     become_child_process()
-    torch.manual_seed(config.seed + rank + incarnation * config.num_processes)
+    seed_worker_torch(config, rank, incarnation)
     try:
         learner = ActorLearner(config, env_seeds(config, rank, incarnation), shared.model.obs_norm)
         weights = shared.optimizer.params[0]

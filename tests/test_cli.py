@@ -6,6 +6,7 @@ import csv
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -13,7 +14,7 @@ from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
-from .conftest import run_cli
+from .conftest import REPO_ROOT, run_cli
 
 SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
                 "solved_env_steps", "solved_wall_seconds"}
@@ -124,10 +125,23 @@ def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("args, option", [(["--t-max", "0"], "--t-max"), (["--gamma", "1.5"], "--gamma"),
                                           (["--target-return", "soon"], "--target-return"),
-                                          (["--optimizer", "sgd"], "--optimizer")])
+                                          (["--optimizer", "sgd"], "--optimizer"),
+                                          (["--ray-address", "auto"], "--ray-address"),
+                                          (["--backend", "ray", "--normalize-obs"], "--normalize-obs")])
 def test_bad_option_value_is_a_usage_error(args, option, tmp_path):
     result = run_cli(*args, "--env", "CartPole-v1", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, option)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(60)
+def test_backend_ray_without_ray_installed_is_a_usage_error(tmp_path):
+    hide_ray = ("import runpy, sys; sys.modules['ray'] = None; "  # `import ray` now fails, installed or not
+                "sys.argv = ['main.py', '--backend', 'ray', '--max-steps', '100', '--run-dir', sys.argv[1]]; "
+                "runpy.run_path('main.py', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", hide_ray, str(tmp_path / "run")], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=50)
+    assert_one_line_usage_error(result, "--backend ray", "pip install -r requirements-ray.txt")
     assert not (tmp_path / "run").exists()
 
 

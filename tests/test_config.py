@@ -12,10 +12,17 @@ from a3c.config import Config, ConfigError
     ("num_processes", 0, "--num-processes"), ("lr", 0.0, "--lr"), ("gae_lambda", 1.1, "--gae-lambda"),
     ("optimizer", "sgd", "--optimizer"), ("eval_episodes", -1, "--eval-episodes"),
     ("target_return", "soon", "--target-return"), ("max_grad_norm", 0.0, "--max-grad-norm"),
+    ("backend", "mpi", "--backend"), ("ray_address", "auto", "--ray-address"),
 ])
 def test_bad_values_name_the_option(field, value, option):
     with pytest.raises(ConfigError, match=option):
         Config(**{field: value})
+
+
+def test_the_ray_backend_refuses_observation_normalisation():
+    with pytest.raises(ConfigError, match="--normalize-obs must be off with --backend ray"):
+        Config(backend="ray", normalize_obs=True)
+    Config(backend="ray", ray_address="auto")
 
 
 def test_good_edge_values_are_accepted():

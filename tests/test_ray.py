@@ -1,0 +1,165 @@
+"""The Ray backend through the CLI, on one module-wide local Ray instance (2 CPUs) that the runs join.
+
+The instance lives in a helper process, so pytest itself never connects to Ray
+(a blocked ray.get would ignore pytest-timeout). .ci/run ends with
+`ray stop --force` in case a test leaves a daemon behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from a3c.checkpoint import load_checkpoint
+
+from .conftest import REPO_ROOT, run_cli
+from .test_cli import assert_one_line_usage_error
+from .test_robustness import start_cli, wait_for_metrics_rows
+
+pytest.importorskip("ray")
+
+RAY_ENV = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+HEAD = ("import sys, ray; context = ray.init(num_cpus=2, include_dashboard=False, logging_level='ERROR'); "
+        "print(context.address_info['gcs_address'], flush=True); sys.stdin.read(); ray.shutdown()")
+RUN_FILES = ["config.json", "metrics.csv", "eval.csv", "summary.json", "checkpoints/last.pt", "checkpoints/best.pt"]
+RANDOM_CARTPOLE_RETURN = 22
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """HOST:PORT of a local Ray instance shared by this module's runs; stopped when its stdin closes."""
+    head = subprocess.Popen([sys.executable, "-c", HEAD], env=RAY_ENV, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        yield head.stdout.readline().strip()
+    finally:
+        head.stdin.close()
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            head.kill()
+
+
+def ray_run(run_dir: Path, ray_address: str, *args: str) -> list[str]:
+    return ["--backend", "ray", "--ray-address", ray_address, "--num-processes", "2", "--print-interval", "0.5",
+            "--no-tensorboard", "--run-dir", str(run_dir), *args]
+
+
+def actor_pids(class_name: str) -> list[int]:
+    """Ray names an actor's process `ray::ClassName...`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(f"ray::{class_name}".encode()):
+                pids.append(int(entry.name))
+        except OSError:  # the process ended while we looked
+            pass
+    return pids
+
+
+def wait_for_actors(class_name: str, count: int, excluding: tuple[int, ...] = (), timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(pids := [pid for pid in actor_pids(class_name) if pid not in excluding]) >= count:
+            return pids
+        time.sleep(0.1)
+    raise AssertionError(f"no {count} {class_name} actors started")
+
+
+@pytest.mark.timeout(60)
+def test_a_ray_run_learns_and_writes_the_same_run_dir(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    result = run_cli(*ray_run(run_dir, ray_address, "--max-steps", "150000", "--target-return", "200",
+                              "--eval-interval", "0.3", "--eval-episodes", "5", "--seed", "1"), timeout=50)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert [name for name in RUN_FILES if not (run_dir / name).exists()] == []
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["best_eval_return"] > 5 * RANDOM_CARTPOLE_RETURN, summary
+    assert summary["stop_reason"] in ("solved", "max_steps")
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert saved["env_steps"] == summary["env_steps"]
+    assert float(saved["optimizer"]["steps"]) == summary["updates"] - summary["nonfinite_updates"]
+
+
+@pytest.mark.timeout(90)
+def test_a_killed_worker_actor_is_replaced_and_the_run_resumes_on_its_own_instance(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    process = start_cli(*ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000",
+                                 "--log-interval", "2000"))
+    try:
+        killed = wait_for_actors("RolloutWorker", 2)[0]
+        wait_for_metrics_rows(run_dir, 2)
+        os.kill(killed, signal.SIGKILL)
+        wait_for_actors("RolloutWorker", 2, excluding=(killed,))  # its replacement
+        rows = len((run_dir / "metrics.csv").read_text().splitlines())
+        wait_for_metrics_rows(run_dir, rows + 2)  # training goes on
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "worker 0 died" in err or "worker 1 died" in err, err
+    assert "restarting it from the shared weights (1/3)" in err
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+
+    # resume with the default: a local Ray instance of the trainer's own, stopped at the end
+    result = run_cli("--resume", str(run_dir), "--ray-address", "", "--max-steps", str(saved["env_steps"] + 4000),
+                     timeout=60)
+    assert result.returncode == 0, result.stderr
+    resumed = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert resumed["env_steps"] >= saved["env_steps"] + 4000
+    assert float(resumed["optimizer"]["steps"]) > float(saved["optimizer"]["steps"])  # moments went on
+
+
+@pytest.mark.timeout(60)
+def test_losing_the_parameter_server_ends_the_run_and_keeps_the_last_checkpoint(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    last_pt = run_dir / "checkpoints" / "last.pt"
+    process = start_cli(*ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000",
+                                 "--checkpoint-interval", "0.3"))
+    try:
+        server = wait_for_actors("ParameterServer", 1)[0]
+        deadline = time.monotonic() + 30
+        while not last_pt.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(server, signal.SIGKILL)
+        killed_at = time.time()
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err
+    assert "parameter server is lost" in err and "Traceback" not in err
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "parameter_server_failed"
+    assert last_pt.stat().st_mtime < killed_at  # not overwritten with weights nobody can vouch for
+    load_checkpoint(last_pt)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("address, words", [("127.0.0.1:1", ["--ray-address", "no Ray cluster answers"]),
+                                            ("not-an-address", ["--ray-address"]),
+                                            (None, ["--num-processes 3 needs as many CPUs"])])
+def test_a_cluster_that_cannot_serve_is_a_one_line_usage_error(tmp_path, ray_address, address, words):
+    run_dir = tmp_path / "run"
+    result = run_cli(*ray_run(run_dir, address or ray_address, "--num-processes", "3"), timeout=30)
+    assert_one_line_usage_error(result, *words)
+    assert not run_dir.exists()
+
+
+@pytest.mark.timeout(60)
+def test_the_local_backend_never_imports_ray(tmp_path):
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['main.py', '--num-processes', '1', '--max-steps', '1000', '--eval-episodes', '1', "
+            f"'--eval-interval', '0.1', '--no-tensorboard', '--run-dir', {str(tmp_path / 'run')!r}]\n"
+            "try:\n    runpy.run_path('main.py', run_name='__main__')\nexcept SystemExit as end:\n"
+            "    assert end.code == 0, end.code\n"
+            "print('ray' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "False"
