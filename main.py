@@ -100,7 +100,18 @@ def cli(ctx, resume, **settings):
         summary = train(config, resume=resume, overrides=given)
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
-    sys.exit(EXIT_CODES.get(summary["stop_reason"], 0))
+    exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
+
+
+def exit_now(code: int) -> None:
+    """End a finished run without the interpreter's teardown of torch (about 0.4 s of a short run).
+
+    train() has joined every process and closed every file it wrote; only the
+    console streams may still hold output.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 for decorator in reversed(TRAIN_OPTIONS):
