@@ -19,6 +19,8 @@ matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 PYTHON = sys.executable
+# Classic A3C: one env per worker, 20-step rollouts (ikostrikov/pytorch-a3c's --num-steps 20)
+CLASSIC_A3C = {"envs_per_process": 1, "t_max": 20}
 GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from common import CLASSIC_A3C, PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
 
 ENV = "CartPole-v1"
 
@@ -41,7 +41,7 @@ def sb3(algo: str, seed: int, timeout: float) -> dict:
 
 CONTENDERS = {
     "ours (8 proc x 8 envs)": lambda seed, timeout: ours(seed, timeout),
-    "ours classic (8 proc x 1 env)": lambda seed, timeout: ours(seed, timeout, envs_per_process=1),
+    "ours classic (8 proc x 1 env, t-max 20)": lambda seed, timeout: ours(seed, timeout, **CLASSIC_A3C),
     "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
     "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
 }

@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import psutil
 
-from common import environment, finish, print_table, read_summary, run_timed, save_results, start, trainer_command
+from common import (CLASSIC_A3C, environment, finish, print_table, read_summary, run_timed, save_results, start,
+                    trainer_command)
 
 ENV = "CartPole-v1"
 CALIBRATION_STEPS = 2_000  # per env of the single calibration process
@@ -34,10 +35,10 @@ MEMORY_SAMPLE_SECONDS = 0.5
 MB = 2**20
 
 
-def trainer_options(processes: int, envs: int, max_steps: int) -> dict:
+def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
     return dict(env=ENV, num_processes=processes, envs_per_process=envs, max_steps=max_steps,
                 target_return="none", eval_episodes=0, log_interval=max(max_steps // ROWS_PER_RUN, 1),
-                print_interval=3600)
+                print_interval=3600, **extra)
 
 
 def steady_rate(run_dir: Path, max_steps: int) -> float:
@@ -48,10 +49,10 @@ def steady_rate(run_dir: Path, max_steps: int) -> float:
     return (steps1 - steps0) / (wall1 - wall0)
 
 
-def train_once(processes: int, envs: int, max_steps: int) -> dict:
+def train_once(processes: int, envs: int, max_steps: int, **extra) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        wall, _, _ = run_timed(trainer_command(run_dir, **trainer_options(processes, envs, max_steps)),
+        wall, _, _ = run_timed(trainer_command(run_dir, **trainer_options(processes, envs, max_steps, **extra)),
                                timeout=120)
         summary = read_summary(run_dir)
         return {"steady": steady_rate(run_dir, max_steps), "whole": summary["steps_per_second"],
@@ -147,6 +148,22 @@ def plot(cells: list[dict], ceilings: dict):
     return figure
 
 
+def measure_cell(processes: int, envs: int, max_steps: int, repeats: int, **extra) -> dict:
+    runs = [train_once(processes, envs, max_steps, **extra) for _ in range(repeats)]
+    cell = {"num_processes": processes, "envs_per_process": envs, **extra, "max_steps": max_steps, "runs": runs,
+            "steady_median": statistics.median(r["steady"] for r in runs),
+            "whole_median": statistics.median(r["whole"] for r in runs),
+            "train_seconds_median": statistics.median(r["train_seconds"] for r in runs),
+            "load_average_1min_after": os.getloadavg()[0]}
+    print(f"  {processes} x {envs} {extra or ''}: {cell['steady_median']:,.0f} steps/s", flush=True)
+    return cell
+
+
+def cell_label(cell: dict) -> str:
+    label = f"{cell['num_processes']} x {cell['envs_per_process']}"
+    return label + (f", t-max {cell['t_max']}" if "t_max" in cell else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -165,26 +182,23 @@ def main() -> None:
     for num in processes:
         for envs in env_counts:
             max_steps = int(seconds * single_rates[envs] * min(num, os.cpu_count()))
-            runs = [train_once(num, envs, max_steps) for _ in range(repeats)]
-            cells.append({"num_processes": num, "envs_per_process": envs, "max_steps": max_steps, "runs": runs,
-                          "steady_median": statistics.median(r["steady"] for r in runs),
-                          "whole_median": statistics.median(r["whole"] for r in runs),
-                          "train_seconds_median": statistics.median(r["train_seconds"] for r in runs),
-                          "load_average_1min_after": os.getloadavg()[0]})
-            print(f"  {num} x {envs}: {cells[-1]['steady_median']:,.0f} steps/s", flush=True)
+            cells.append(measure_cell(num, envs, max_steps, repeats))
+    widest = max(processes)
+    classic_rate = train_once(1, 1, CALIBRATION_STEPS, t_max=CLASSIC_A3C["t_max"])["steady"]
+    classic = measure_cell(widest, 1, int(seconds * classic_rate * min(widest, os.cpu_count())), repeats,
+                           t_max=CLASSIC_A3C["t_max"])
     ceiling_seconds = seconds / 2
     ceilings = {"plain loop, 1 env/process": env_ceiling(1, ceiling_seconds),
                 f"vectorised, {max(env_counts)} envs/process": env_ceiling(max(env_counts), ceiling_seconds)}
-    widest = max(processes)
     best = max((c for c in cells if c["num_processes"] == widest), key=lambda c: c["steady_median"])
     memory = memory_probe(widest, best["envs_per_process"], best["max_steps"])
 
     print(f"\n{ENV} env steps/s, median of {repeats}; {info['cores']} cores, "
           f"load average at start {info['load_average_at_start'][0]:.2f}")
     print_table(["processes x envs", "max steps", "steady steps/s", "whole-run steps/s", "train s", "load"],
-                [[f"{c['num_processes']} x {c['envs_per_process']}", f"{c['max_steps']:,}",
+                [[cell_label(c), f"{c['max_steps']:,}",
                   f"{c['steady_median']:,.0f}", f"{c['whole_median']:,.0f}", f"{c['train_seconds_median']:.1f}",
-                  f"{c['load_average_1min_after']:.1f}"] for c in cells]
+                  f"{c['load_average_1min_after']:.1f}"] for c in [*cells, classic]]
                 + [[f"ceiling: {label}", "", f"{rate:,.0f}", "", "", ""] for label, rate in ceilings.items()])
     peak = memory["peak"]
     print(f"\nmemory, {widest} x {best['envs_per_process']} run, peak of {memory['samples']} samples: "
@@ -195,7 +209,7 @@ def main() -> None:
                  for name, m in (("main", peak["main"]), ("worker (median)", peak["worker_median"]))])
 
     data = {**info, "env": ENV, "repeats": repeats, "target_seconds": seconds,
-            "single_process_calibration": single_rates, "cells": cells, "ceilings": ceilings,
+            "single_process_calibration": single_rates, "cells": cells, "classic": classic, "ceilings": ceilings,
             "ceiling_processes": os.cpu_count(), "memory": memory}
     save_results("throughput_quick" if args.quick else "throughput", data, plot(cells, ceilings))
 
