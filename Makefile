@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv ray-venv train test bench-venv bench-throughput bench-solve bench-ray clean
+.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-solve bench-ray clean
 
 venv: $(VENV)/.installed
 
@@ -21,13 +21,19 @@ $(VENV)/.atari-installed: requirements-atari.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-atari.txt
 	touch $@
 
+box2d-venv: $(VENV)/.box2d-installed
+
+$(VENV)/.box2d-installed: requirements-box2d.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-box2d.txt
+	touch $@
+
 ray-venv: $(VENV)/.ray-installed
 
 $(VENV)/.ray-installed: requirements-ray.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-ray.txt
 	touch $@
 
-test: atari-venv ray-venv
+test: atari-venv box2d-venv ray-venv
 	$(PY) -m pytest -q
 
 bench-venv: $(VENV)/.bench-installed

@@ -187,3 +187,17 @@ def test_plot_draws_the_learning_curves_of_a_finished_run(cartpole_run, tmp_path
 def test_plot_of_a_folder_that_is_no_run_is_a_usage_error(tmp_path):
     assert_one_line_usage_error(run_cli("plot", str(tmp_path), "--out", str(tmp_path / "x.png")), "metrics.csv")
     assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.timeout(60)
+def test_lunar_lander_trains_with_its_preset_and_the_command_line_wins(tmp_path):
+    listed = run_cli("presets")
+    assert listed.returncode == 0 and "LunarLander-v3 --max-steps 3000000 --gae-lambda 0.95" in listed.stdout
+    pytest.importorskip("Box2D", reason="pip install -r requirements-box2d.txt")
+    run_dir = tmp_path / "run"
+    result = run_cli("--env", "LunarLander-v3", "--num-processes", "1", "--envs-per-process", "1", "--t-max", "5",
+                     "--max-steps", "100", "--eval-episodes", "0", "--no-tensorboard", "--run-dir", str(run_dir))
+    assert result.returncode == 0, result.stderr
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["reward_scale"] == 0.1 and config["gae_lambda"] == 0.95 and config["eval_interval"] == 5.0
+    assert config["max_steps"] == 100 and config["target_return"] == 200.0  # given / the env's reward_threshold
