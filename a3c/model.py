@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
+FUSED_LSTM_MIN_STEPS = 3  # shorter stretches of a rollout step the LSTM cell (ActorCritic._recur)
 
 
 class NoisyLinear(nn.Module):
@@ -139,9 +140,12 @@ class ActorCritic(nn.Module):
 
     def step(self, inputs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step from normalised inputs [B, ...]: the new (hx, cx); the heads read hx."""
+        return self._cell(self.encoder(inputs), state)
+
+    def _cell(self, features: torch.Tensor, state: LSTMState) -> LSTMState:
         lstm = self.lstm
-        return torch.lstm_cell(self.encoder(inputs), state, lstm.weight_ih_l0, lstm.weight_hh_l0,
-                               lstm.bias_ih_l0, lstm.bias_hh_l0)
+        return torch.lstm_cell(features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
+                               lstm.bias_hh_l0)
 
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step from a raw observation batch."""
@@ -151,21 +155,32 @@ class ActorCritic(nn.Module):
         """The hidden states [T, B, H] of a rollout of normalised inputs [T, B, ...], with autograd.
 
         `restart[t, b]` means env b's episode ended at step t, so its state is zeroed
-        before step t + 1 (as the actor did). One fused LSTM call covers each stretch
-        of steps with no restart in any env.
+        before step t + 1 (as the actor did). Between restarts in any env, the steps
+        form one stretch, which _recur() runs in one go.
         """
         steps, batch = restart.shape
         features = self.encoder(inputs.flatten(0, 1)).unflatten(0, (steps, batch))
-        hx, cx = state[0].unsqueeze(0), state[1].unsqueeze(0)
         stretches, start = [], 0
         for end in (np.flatnonzero(restart[:-1].any(axis=1)) + 1).tolist() + [steps]:
-            out, (hx, cx) = self.lstm(features[start:end], (hx, cx))
+            out, state = self._recur(features[start:end], state)
             stretches.append(out)
             if end < steps:
-                keep = torch.from_numpy(~restart[end - 1]).view(1, batch, 1).float()
-                hx, cx = hx * keep, cx * keep
+                keep = torch.from_numpy(~restart[end - 1]).unsqueeze(1).float()
+                state = (state[0] * keep, state[1] * keep)
             start = end
         return torch.cat(stretches)
+
+    def _recur(self, features: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, LSTMState]:
+        """The LSTM over [L, B, H] features: torch's fused sequence LSTM, whose forward and backward
+        cost about 400 us plus 6 us a step, or cell steps (about 190 us each) for short stretches."""
+        if len(features) >= FUSED_LSTM_MIN_STEPS:
+            out, (hx, cx) = self.lstm(features, (state[0].unsqueeze(0), state[1].unsqueeze(0)))
+            return out, (hx[0], cx[0])
+        hiddens = []
+        for x in features:
+            state = self._cell(x, state)
+            hiddens.append(state[0])
+        return torch.stack(hiddens), state
 
     def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
