@@ -97,9 +97,9 @@ class ActorCritic(nn.Module):
     frames (an observation shape of three dimensions).
 
     The LSTM runs two ways on the same weights: step() advances it one step (acting,
-    evaluation; no autograd needed), unroll() replays a whole rollout with autograd
-    through torch's fused sequence LSTM, whose forward and backward cost about a third
-    of stepping a cell T times.
+    evaluation), unroll() replays a whole rollout with autograd, through torch's fused
+    sequence LSTM between episode restarts: over 10 steps its forward and backward cost
+    about a third of stepping a cell.
 
     The policy head gives logits (discrete actions) or the Gaussian mean
     (continuous actions, with a state-independent `log_std` parameter).
