@@ -30,7 +30,6 @@ from .worker import ActorLearner, apply_gradient, current_lr, env_seeds, seed_wo
 
 CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
-LOCAL_INSTANCE_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 STOPPED, SERVER_LOST = "stopped", "parameter_server_lost"  # how a worker's run() ends
 
 
@@ -82,8 +81,7 @@ def connect(config: Config) -> RayCluster:
             raise ConfigError(f"--ray-address {config.ray_address}: {first_line(error)}") from None
         cluster = RayCluster(ray, address, started=False)
     else:
-        for name, value in LOCAL_INSTANCE_ENV.items():
-            os.environ.setdefault(name, value)
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an instance of this run only, on this machine
         # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a worker actor
         # takes one), so --num-processes may oversubscribe the cores as with the local backend.
         context = ray.init(address="local", num_cpus=max(os.cpu_count() or 1, config.num_processes),
