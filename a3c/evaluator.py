@@ -35,7 +35,7 @@ def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.Vec
     state = model.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
-    policy = distribution(spec.continuous)
+    policy = distribution(spec)
     while active.any() and not (stop is not None and stop.is_set()):
         head, _, state = model(torch.from_numpy(np.asarray(obs, dtype=spec.obs_dtype)), state)
         obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(head)))

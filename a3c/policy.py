@@ -1,10 +1,11 @@
 """Action distributions over the policy head's output: sampling, greedy actions, log-probs, entropy.
 
 Categorical for Discrete spaces (the head gives logits). Gaussian for Box spaces:
-the head gives the mean and the log standard deviation is one learned parameter
-per action dimension, independent of the state. That is the usual choice for
-actor-critic methods on continuous control: it cannot collapse on one state's
-gradient, and the NoisyNet head already makes exploration state-dependent.
+the head gives the mean, squashed into the action bounds, and the log standard
+deviation is one learned parameter per action dimension, independent of the
+state. That is the usual choice for actor-critic methods on continuous control:
+it cannot collapse on one state's gradient, and the NoisyNet head already makes
+exploration state-dependent.
 """
 
 from __future__ import annotations
@@ -46,24 +47,38 @@ class Categorical:
 
 
 class Gaussian:
+    """`low`, `high`: the Box bounds. Where both are finite the mean is center + half range *
+    tanh(head): an unbounded mean drifts past a bound, where every sample is clipped to the
+    same action and the policy stops learning (seen on Pendulum-v1: means of -14 for a
+    bound of -2, a pendulum spinning for ever)."""
+
     continuous = True
+
+    def __init__(self, low: np.ndarray | None = None, high: np.ndarray | None = None):
+        bounded = low is not None and high is not None and np.isfinite(low).all() and np.isfinite(high).all()
+        self.center = torch.as_tensor((high + low) / 2, dtype=torch.float32) if bounded else None
+        self.half_range = torch.as_tensor((high - low) / 2, dtype=torch.float32) if bounded else None
+
+    def mean(self, head: torch.Tensor) -> torch.Tensor:
+        return head if self.center is None else self.center + self.half_range * torch.tanh(head)
 
     @torch.no_grad()
     def sample(self, head: torch.Tensor, log_std: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
-        mean, std = head.numpy(), log_std.exp().numpy()
+        mean, std = self.mean(head).numpy(), log_std.exp().numpy()
         return (mean + std * rng.standard_normal(mean.shape)).astype(np.float32)
 
     @torch.no_grad()
     def greedy(self, head: torch.Tensor) -> np.ndarray:
-        return head.numpy()
+        return self.mean(head).numpy()
 
     def log_prob_entropy(self, head: torch.Tensor, log_std: torch.Tensor, actions: np.ndarray):
         """Of the unclipped sample; summed over the action dimensions."""
-        z = (torch.from_numpy(actions) - head) * torch.exp(-log_std)
+        z = (torch.from_numpy(actions) - self.mean(head)) * torch.exp(-log_std)
         log_probs = (-0.5 * z.pow(2) - log_std - 0.5 * LOG_2PI).sum(-1)
         entropy = (0.5 + 0.5 * LOG_2PI + log_std).sum().expand(log_probs.shape)
         return log_probs, entropy
 
 
-def distribution(continuous: bool):
-    return Gaussian() if continuous else Categorical()
+def distribution(spec) -> Categorical | Gaussian:
+    """For an EnvSpec: the policy head's distribution over its actions."""
+    return Gaussian(spec.action_low, spec.action_high) if spec.continuous else Categorical()

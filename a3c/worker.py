@@ -66,7 +66,7 @@ class ActorLearner:
         self.model = build_model(config, spec)
         if obs_norm is not None:
             self.model.obs_norm = obs_norm
-        self.policy = distribution(spec.continuous)
+        self.policy = distribution(spec)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
         self.state = self.model.initial_state(len(self.envs))

@@ -48,6 +48,26 @@ def test_gaussian_samples_have_the_head_mean_and_the_learned_std():
     assert np.array_equal(Gaussian().greedy(mean[:1]), [[1.0, -2.0]])
 
 
+def test_a_bounded_gaussian_keeps_its_mean_inside_the_bounds():
+    gaussian = Gaussian(np.array([-2.0, 0.0], dtype=np.float32), np.array([2.0, 1.0], dtype=np.float32))
+    head = torch.tensor([[-50.0, 50.0], [0.0, 0.0], [0.5, -0.5]])
+    assert_close(gaussian.mean(head)[:2], torch.tensor([[-2.0, 1.0], [0.0, 0.5]]))
+    assert np.array_equal(gaussian.greedy(head[:1]), [[-2.0, 1.0]])
+    log_std = torch.zeros(2)
+    actions = np.array([[3.0, 0.2]] * 3, dtype=np.float32)
+    log_probs, _ = gaussian.log_prob_entropy(head, log_std, actions)
+    assert_close(log_probs, Normal(gaussian.mean(head), 1.0).log_prob(torch.from_numpy(actions)).sum(-1))
+    head.requires_grad_(True)
+    gaussian.log_prob_entropy(head, log_std, actions)[0].sum().backward()
+    assert head.grad[2].abs().min() > 0  # the mean learns through the squashing
+
+
+def test_an_unbounded_gaussian_uses_the_head_as_its_mean():
+    head = torch.tensor([[-50.0, 3.0]])
+    unbounded = Gaussian(np.array([-np.inf, 0.0]), np.array([np.inf, 1.0]))
+    assert_close(unbounded.mean(head), head)
+
+
 def test_box_actions_are_clipped_to_the_bounds_for_the_env_only():
     spec = env_spec("Pendulum-v1")
     assert spec.continuous and spec.num_actions == 1
