@@ -38,7 +38,7 @@ def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.Vec
     policy = distribution(spec)
     while active.any() and not (stop is not None and stop.is_set()):
         head, _, state = model(torch.from_numpy(np.asarray(obs, dtype=spec.obs_dtype)), state)
-        obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(head)))
+        obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(head.numpy())))
         returns += rewards * active
         active &= ~(terminated | truncated)
     return returns[~active].tolist()

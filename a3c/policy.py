@@ -1,5 +1,8 @@
 """Action distributions over the policy head's output: sampling, greedy actions, log-probs, entropy.
 
+Sampling and greedy actions read the head as a numpy array (the actor's); log-probs
+and entropy read it as a tensor with autograd (the learner's).
+
 Categorical for Discrete spaces (the head gives logits). Gaussian for Box spaces:
 the head gives the mean, squashed into the action bounds, and the log standard
 deviation is one learned parameter per action dimension, independent of the
@@ -32,13 +35,12 @@ def sample_categorical(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
 class Categorical:
     continuous = False
 
-    @torch.no_grad()
-    def sample(self, head: torch.Tensor, log_std, rng: np.random.Generator) -> np.ndarray:
-        return sample_categorical(F.softmax(head, dim=-1).numpy(), rng.random(head.shape[0]))
+    def sample(self, head: np.ndarray, log_std, rng: np.random.Generator) -> np.ndarray:
+        unnormalised = np.exp(head - head.max(axis=1, keepdims=True))  # sample_categorical scales by the total
+        return sample_categorical(unnormalised, rng.random(head.shape[0]))
 
-    @torch.no_grad()
-    def greedy(self, head: torch.Tensor) -> np.ndarray:
-        return head.argmax(dim=-1).numpy()
+    def greedy(self, head: np.ndarray) -> np.ndarray:
+        return head.argmax(axis=-1)
 
     def log_prob_entropy(self, head: torch.Tensor, log_std, actions: np.ndarray):
         log_p = F.log_softmax(head, dim=-1)
@@ -55,21 +57,24 @@ class Gaussian:
     continuous = True
 
     def __init__(self, low: np.ndarray | None = None, high: np.ndarray | None = None):
-        bounded = low is not None and high is not None and np.isfinite(low).all() and np.isfinite(high).all()
-        self.center = torch.as_tensor((high + low) / 2, dtype=torch.float32) if bounded else None
-        self.half_range = torch.as_tensor((high - low) / 2, dtype=torch.float32) if bounded else None
+        self.bounded = low is not None and high is not None and np.isfinite(low).all() and np.isfinite(high).all()
+        if self.bounded:
+            self.center, self.half_range = (high + low) / 2, (high - low) / 2
 
     def mean(self, head: torch.Tensor) -> torch.Tensor:
-        return head if self.center is None else self.center + self.half_range * torch.tanh(head)
+        if not self.bounded:
+            return head
+        return torch.from_numpy(self.center) + torch.from_numpy(self.half_range) * torch.tanh(head)
 
-    @torch.no_grad()
-    def sample(self, head: torch.Tensor, log_std: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
-        mean, std = self.mean(head).numpy(), log_std.exp().numpy()
+    def numpy_mean(self, head: np.ndarray) -> np.ndarray:
+        return self.center + self.half_range * np.tanh(head) if self.bounded else head
+
+    def sample(self, head: np.ndarray, log_std: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
+        mean, std = self.numpy_mean(head), log_std.detach().exp().numpy()
         return (mean + std * rng.standard_normal(mean.shape)).astype(np.float32)
 
-    @torch.no_grad()
-    def greedy(self, head: torch.Tensor) -> np.ndarray:
-        return self.mean(head).numpy()
+    def greedy(self, head: np.ndarray) -> np.ndarray:
+        return self.numpy_mean(head).astype(np.float32)
 
     def log_prob_entropy(self, head: torch.Tensor, log_std: torch.Tensor, actions: np.ndarray):
         """Of the unclipped sample; summed over the action dimensions."""

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from .actor import NumpyActor
 from .config import Config
 from .counter import StepCounter
 from .envs import EnvSpec, make_env_batch
@@ -22,9 +23,6 @@ from .optim import SharedOptimizer, linear_decay
 from .policy import distribution
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
 from .turns import Turns
-
-
-MAX_RESTART_STEPS_TO_REPLAY = 2  # see ActorLearner.replay_pays
 
 
 @dataclass
@@ -69,17 +67,9 @@ class ActorLearner:
         self.policy = distribution(spec)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
-        self.state = self.model.initial_state(len(self.envs))
+        self.actor = NumpyActor(self.model)
+        self.state = tuple(part.numpy() for part in self.model.initial_state(len(self.envs)))
         self.rng = np.random.default_rng(seeds[0])
-        self.replay = True  # see compute_gradient
-
-    @staticmethod
-    def replay_pays(restart: np.ndarray) -> bool:
-        """Replaying a rollout costs a second forward pass; its fused LSTM repays that only over long
-        stretches without restarts. Measured on CartPole early in training (episodes of about 20
-        steps), ms an update replaying / recording: 1 env 4.0 / 4.7, 8 envs 7.1 / 6.1, 32 envs
-        8.8 / 7.7; deciding by the last rollout, as here, got the better of the two each time."""
-        return np.count_nonzero(restart[:-1].any(axis=1)) <= MAX_RESTART_STEPS_TO_REPLAY
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -88,19 +78,17 @@ class ActorLearner:
     def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """Play t_max steps in every env, then backpropagate the A3C loss once.
 
-        Where the last rollout's episodes ran long (self.replay), the actor runs
-        without autograd and the network then replays the rollout with autograd in
-        one unroll(), which costs far less than recording the graph step by step;
-        where they were short, the graph is recorded while acting. Either way the
-        heads run once over all the hidden states. Both ways give the same gradient.
-        Returns the flat gradient (a buffer this learner reuses on its next call).
+        The actor plays in numpy, without autograd; the network then replays the
+        rollout with autograd in one unroll() and runs its heads once over all the
+        hidden states. Returns the flat gradient (a buffer this learner reuses on its
+        next call).
         """
-        config, model, envs, spec = self.config, self.model, self.envs, self.envs.spec
+        config, model, actor, envs, spec = self.config, self.model, self.actor, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
         model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
-        start_state = hx, cx = self.state
-        replay = self.replay
-        inputs, hiddens = [], []  # what the encoder read (replayed by unroll()), or the recorded hidden states
+        actor.begin_rollout()
+        start_state = state = self.state
+        inputs = []  # what the encoder read, for unroll()
         action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
         actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
         rewards = np.zeros((steps, batch), dtype=np.float32)
@@ -110,36 +98,30 @@ class ActorLearner:
         valid = np.ones((steps, batch), dtype=bool)
         restart = np.zeros((steps, batch), dtype=bool)
         finished_returns, finished_lengths = [], []
-        with torch.set_grad_enabled(not replay):
-            for t in range(steps):
-                obs = torch.from_numpy(envs.obs)  # env batches return a new array every step
-                if model.obs_norm is not None:
-                    model.obs_norm.update(obs)
-                inputs.append(model.normalize(obs))
-                hx, cx = model.step(inputs[-1], (hx, cx))
-                hiddens.append(hx)
-                with torch.no_grad():
-                    actions[t] = self.policy.sample(model.policy(hx), model.log_std, self.rng)
-                result = envs.step(actions[t])
-                rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
-                              * config.reward_scale)
-                ended = result.terminated | result.truncated
-                dones[t] = ended
-                valid[t] = result.valid
-                if result.truncated.any():
-                    truncated[t] = result.truncated
-                    final_values[t] = self.value_of(result.final_obs, (hx, cx))
-                restart[t] = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
-                if restart[t].any():
-                    keep = torch.from_numpy(~restart[t]).unsqueeze(1).float()
-                    hx, cx = hx * keep, cx * keep
-                finished_returns += result.finished_returns
-                finished_lengths += result.finished_lengths
-            bootstrap = torch.from_numpy(self.value_of(envs.obs, (hx, cx)))
-        self.state = (hx.detach(), cx.detach())
-        self.replay = self.replay_pays(restart)
+        for t in range(steps):
+            inputs.append(self.normalized(envs.obs, update=True))
+            state = actor.step(inputs[-1], state)
+            actions[t] = self.policy.sample(actor.heads(state[0])[0], model.log_std, self.rng)
+            result = envs.step(actions[t])
+            rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
+                          * config.reward_scale)
+            ended = result.terminated | result.truncated
+            dones[t] = ended
+            valid[t] = result.valid
+            if result.truncated.any():
+                truncated[t] = result.truncated
+                final_values[t] = self.value_of(result.final_obs, state)
+            restart[t] = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
+            if restart[t].any():
+                keep = ~restart[t][:, None]
+                state = (state[0] * keep, state[1] * keep)
+            finished_returns += result.finished_returns
+            finished_lengths += result.finished_lengths
+        bootstrap = torch.from_numpy(self.value_of(envs.obs, state))
+        self.state = state
 
-        hiddens = model.unroll(torch.stack(inputs), start_state, restart) if replay else torch.stack(hiddens)
+        start_state = tuple(torch.from_numpy(part) for part in start_state)
+        hiddens = model.unroll(torch.from_numpy(np.stack(inputs)), start_state, restart)
         policy_out, values = model.heads(hiddens)
         log_probs, entropies = self.policy.log_prob_entropy(policy_out, model.log_std, actions)
         rewards_t = fold_truncation_bootstrap(torch.from_numpy(rewards), torch.from_numpy(truncated),
@@ -156,10 +138,18 @@ class ActorLearner:
                                loss.value.item(), loss.entropy.item(), grad_norm.item())
         return self.flat_grad, report
 
-    @torch.no_grad()
+    def normalized(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
+        """What the encoder reads; `update` adds the batch to the shared running statistics first."""
+        norm = self.model.obs_norm
+        if norm is None:
+            return obs
+        if update:
+            norm.update(torch.from_numpy(obs))
+        return norm(torch.from_numpy(obs)).numpy()
+
     def value_of(self, obs: np.ndarray, state) -> np.ndarray:
-        hx, _ = self.model.core(torch.from_numpy(obs), state)
-        return self.model.heads(hx)[1].numpy()
+        """V of the observations `obs` seen from `state` (one more LSTM step)."""
+        return self.actor.heads(self.actor.step(self.normalized(obs), state)[0])[1]
 
 
 @dataclass

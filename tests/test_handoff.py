@@ -200,26 +200,3 @@ def test_sample_actions_never_picks_an_action_of_probability_zero():
     assert probs[0, 2] == 0.0
     largest_uniform = np.array([np.nextafter(1.0, 0.0)])  # the largest value rng.random() can return
     assert sample_actions(probs, largest_uniform).item() != 2
-
-
-@pytest.mark.parametrize("env_id, envs", [("CartPole-v1", 1), ("CartPole-v1", 8), ("tests.cue_env:CueTruncated-v0", 3)])
-def test_replaying_a_rollout_gives_the_gradient_that_recording_it_gives(env_id, envs):
-    """ActorLearner replays a rollout through unroll() or records the graph while acting, whichever
-    the last rollout says is cheaper; the gradient, the losses and the carried LSTM state must not
-    depend on which (episodes end, and are truncated, inside these rollouts)."""
-    config = Config(env=env_id, envs_per_process=envs, t_max=12)
-    outcomes = []
-    for replay in (True, False):
-        torch.manual_seed(0)
-        learner = ActorLearner(config, seeds=list(range(envs)))
-        for _ in range(3):  # later rollouts start from a carried, nonzero LSTM state
-            learner.replay = replay
-            grad, report = learner.compute_gradient()
-        outcomes.append((grad.clone(), report, learner.state))
-    (grad_replayed, report_replayed, state_replayed), (grad_recorded, report_recorded, state_recorded) = outcomes
-    assert torch.count_nonzero(grad_recorded) > 0
-    assert_close(grad_replayed, grad_recorded, rtol=1e-4, atol=1e-6)
-    assert report_replayed.finished_returns == report_recorded.finished_returns
-    assert report_replayed.policy_loss == pytest.approx(report_recorded.policy_loss, rel=1e-4, abs=1e-6)
-    assert report_replayed.value_loss == pytest.approx(report_recorded.value_loss, rel=1e-4)
-    assert_close(state_replayed, state_recorded)

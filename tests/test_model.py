@@ -167,7 +167,8 @@ def step_by_step_hiddens(model: ActorCritic, inputs: torch.Tensor, state, restar
     return torch.stack(hiddens)
 
 
-@pytest.mark.parametrize("restarts", [[], [(2, 0)], [(0, 1), (2, 0), (2, 2), (5, 1), (6, 0)]])
+@pytest.mark.parametrize("restarts", [[], [(2, 0)], [(0, 1), (2, 0), (2, 2), (5, 1), (6, 0)],
+                                      [(t, b) for t in range(7) for b in range(3)]])
 def test_unroll_equals_stepping_with_restarts_in_value_and_gradient(restarts):
     """The learner replays a rollout with unroll(); it must see what the actor saw, and train the same."""
     torch.manual_seed(0)
