@@ -211,6 +211,8 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
             messages.send(("update", rank, report))
             if shared.env_steps.total() >= config.max_steps:
                 shared.stop.set()
+        if shared.turns is not None:
+            shared.turns.give_back(rank)  # the others may be finishing an update
     except Exception:
         messages.send(("error", f"worker {rank}", traceback.format_exc()))
         raise SystemExit(1)

@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="target length of one training run")
     parser.add_argument("--quick", action="store_true", help="smoke run: 4 cells, 1 repeat, 2 s runs")
     args = parser.parse_args()
-    processes, env_counts, repeats, seconds = [1, 2, 4, 8], [1, 8, 32], args.repeats, args.seconds
+    processes, env_counts, repeats, seconds = [1, 2, 4, 8], [1, 8, 32, 64, 128], args.repeats, args.seconds
     if args.quick:
         processes, env_counts, repeats, seconds = [1, 8], [1, 32], 1, 2.0
     info = environment()

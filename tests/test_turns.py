@@ -69,3 +69,31 @@ def test_a_turn_lost_for_good_delays_a_worker_but_never_blocks_it():
     with turns.turn(1):
         assert turns.holding[1] == 0  # it went ahead without a turn: nothing to give back
     assert TURN_TIMEOUT_SECONDS * 0.9 <= time.monotonic() - waited < TURN_TIMEOUT_SECONDS * 3
+
+
+def test_a_worker_keeps_its_turn_over_updates_until_its_time_is_up():
+    turns = Turns(CTX, 1, 2, seconds=0.2)
+    with turns.turn(0):
+        pass
+    assert turns.holding[0] == 1 and not turns.semaphore.acquire(block=False)  # kept for the next update
+    time.sleep(0.25)
+    with turns.turn(0):
+        assert turns.holding[0] == 1
+    assert turns.holding[0] == 0  # its time was up: given back after the update
+    assert turns.semaphore.acquire(block=False)
+    turns.semaphore.release()
+
+
+def test_a_worker_that_stops_or_fails_mid_turn_gives_its_turn_back():
+    turns = Turns(CTX, 1, 2, seconds=60)
+    with turns.turn(0):
+        pass
+    turns.give_back(0)  # what a stopping worker does
+    assert turns.holding[0] == 0 and turns.semaphore.acquire(block=False)
+    turns.semaphore.release()
+    try:
+        with turns.turn(1):
+            raise RuntimeError("a failing update")
+    except RuntimeError:
+        pass
+    assert turns.holding[1] == 0 and turns.semaphore.acquire(block=False)
