@@ -192,7 +192,7 @@ def test_plot_of_a_folder_that_is_no_run_is_a_usage_error(tmp_path):
 @pytest.mark.timeout(60)
 def test_lunar_lander_trains_with_its_preset_and_the_command_line_wins(tmp_path):
     listed = run_cli("presets")
-    assert listed.returncode == 0 and "LunarLander-v3 --max-steps 3000000 --gae-lambda 0.95" in listed.stdout
+    assert listed.returncode == 0 and "LunarLander-v3 --max-steps 3000000 --lr 0.003 --gae-lambda 0.95" in listed.stdout
     pytest.importorskip("Box2D", reason="pip install -r requirements-box2d.txt")
     run_dir = tmp_path / "run"
     result = run_cli("--env", "LunarLander-v3", "--num-processes", "1", "--envs-per-process", "1", "--t-max", "5",
