@@ -124,7 +124,10 @@ def connect_backend(config: Config):
 
 
 def worker_turns(ctx, config: Config) -> Optional[Turns]:
-    """One active worker per core unless told otherwise; none needed when every worker has a core."""
+    """One active worker per core unless told otherwise; none needed when every worker has a core,
+    nor for Ray's workers, which are spread over a cluster's cores."""
+    if config.backend == "ray":
+        return None
     active = config.active_workers or os.cpu_count() or 1
     return Turns(ctx, active, config.num_processes) if active < config.num_processes else None
 

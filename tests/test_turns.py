@@ -97,3 +97,12 @@ def test_a_worker_that_stops_or_fails_mid_turn_gives_its_turn_back():
     except RuntimeError:
         pass
     assert turns.holding[1] == 0 and turns.semaphore.acquire(block=False)
+
+
+def test_turns_are_taken_only_by_local_workers_that_outnumber_the_active_ones():
+    from a3c.config import Config
+    from a3c.trainer import worker_turns
+
+    assert isinstance(worker_turns(CTX, Config(num_processes=4, active_workers=2)), Turns)
+    assert worker_turns(CTX, Config(num_processes=2, active_workers=2)) is None
+    assert worker_turns(CTX, Config(num_processes=4, active_workers=2, backend="ray")) is None
