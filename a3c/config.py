@@ -36,7 +36,9 @@ class Config:
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
-    entropy_coef: float = 0.0  # NoisyNet explores; the paper drops the entropy bonus for NoisyNet-A3C
+    # The NoisyNet paper drops the entropy bonus; without it, 1 env per worker (CartPole, t-max 20)
+    # collapsed early to a near-deterministic policy on 3 seeds of 10; with it 15 of 15 solved
+    entropy_coef: float = 0.01
     max_grad_norm: float = 5.0
     # optimizer
     optimizer: str = "adam"

@@ -9,7 +9,7 @@ from __future__ import annotations
 PRESETS: dict[str, dict] = {
     "CartPole-v1": {},
     # returns near -100 swamp the policy gradient: scaled to about -10, the policy no longer collapses
-    "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "entropy_coef": 0.01, "reward_scale": 0.1,
+    "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "reward_scale": 0.1,
                    "value_loss_coef": 0.5},
     # angular velocities up to 8 saturated the LSTM (cell states of 20-40, a constant torque and a
     # pendulum spinning for ever) on one seed in three: normalised observations solved all eight
@@ -18,7 +18,7 @@ PRESETS: dict[str, dict] = {
                     "normalize_obs": True, "eval_interval": 1.0, "target_return": -200.0},
     # Acrobot's settings (crash/landing rewards of +-100 scaled to +-10); an evaluation (10 episodes of up to
     # 1,000 steps: 0.7 s or more of a core) every 5 s, not 0.5, to leave the cores to the workers
-    "LunarLander-v3": {"max_steps": 3_000_000, "lr": 3e-3, "gae_lambda": 0.95, "entropy_coef": 0.01, "reward_scale": 0.1,
+    "LunarLander-v3": {"max_steps": 3_000_000, "lr": 3e-3, "gae_lambda": 0.95, "reward_scale": 0.1,
                        "value_loss_coef": 0.5, "eval_interval": 5.0},
 }
 
