@@ -12,7 +12,7 @@ from torch import nn
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 
 
-def segment_layout(restart: np.ndarray) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+def segment_layout(restart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where each step [T, B] of a rollout goes when every episode segment is its own sequence.
 
     Returns the segment index and the position in it of each step, and the index of
@@ -28,7 +28,7 @@ def segment_layout(restart: np.ndarray) -> tuple[np.ndarray, np.ndarray, torch.T
     segment = first_segments + within_env
     step_index = np.arange(steps)[:, None].repeat(batch, axis=1)
     segment_start = np.maximum.accumulate(np.where(starts == 1, step_index, 0), axis=0)
-    return segment, step_index - segment_start, torch.from_numpy(first_segments)
+    return segment, step_index - segment_start, first_segments
 
 
 class NoisyLinear(nn.Module):
@@ -180,9 +180,8 @@ class ActorCritic(nn.Module):
         """
         steps, batch = restart.shape
         features = self.encoder(inputs.flatten(0, 1)).unflatten(0, (steps, batch))
-        segment, position, first_segments = segment_layout(restart)
+        segment, position, first_segments = map(torch.from_numpy, segment_layout(restart))
         num_segments, length = int(segment.max()) + 1, int(position.max()) + 1
-        segment, position = torch.from_numpy(segment), torch.from_numpy(position)
         padded = features.new_zeros(length, num_segments, features.shape[-1]).index_put((position, segment), features)
         start = [torch.zeros(1, num_segments, self.hidden_size).index_put((torch.tensor([0]), first_segments), part)
                  for part in state]  # segments after a restart start from zeros

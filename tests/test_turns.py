@@ -7,6 +7,8 @@ import os
 import signal
 import time
 
+from a3c.config import Config
+from a3c.trainer import worker_turns
 from a3c.turns import TURN_TIMEOUT_SECONDS, Turns
 
 CTX = multiprocessing.get_context("fork")
@@ -100,9 +102,6 @@ def test_a_worker_that_stops_or_fails_mid_turn_gives_its_turn_back():
 
 
 def test_turns_are_taken_only_by_local_workers_that_outnumber_the_active_ones():
-    from a3c.config import Config
-    from a3c.trainer import worker_turns
-
     assert isinstance(worker_turns(CTX, Config(num_processes=4, active_workers=2)), Turns)
     assert worker_turns(CTX, Config(num_processes=2, active_workers=2)) is None
     assert worker_turns(CTX, Config(num_processes=4, active_workers=2, backend="ray")) is None
