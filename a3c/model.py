@@ -4,31 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
-
-
-def segment_layout(restart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each step [T, B] of a rollout goes when every episode segment is its own sequence.
-
-    Returns the segment index and the position in it of each step, and the index of
-    each env's first segment (the one that continues the carried LSTM state). Segments
-    are numbered env by env; a restart at the last step starts none inside the rollout.
-    """
-    steps, batch = restart.shape
-    starts = np.zeros((steps, batch), dtype=np.int64)
-    starts[1:] = restart[:-1]
-    within_env = starts.cumsum(axis=0)  # which segment of its env each step is in
-    per_env = within_env[-1] + 1
-    first_segments = np.concatenate(([0], per_env.cumsum()[:-1]))
-    segment = first_segments + within_env
-    step_index = np.arange(steps)[:, None].repeat(batch, axis=1)
-    segment_start = np.maximum.accumulate(np.where(starts == 1, step_index, 0), axis=0)
-    return segment, step_index - segment_start, first_segments
 
 
 class NoisyLinear(nn.Module):
@@ -114,9 +94,8 @@ class ActorCritic(nn.Module):
     The encoder is Linear+ReLU for a flat observation and a convnet for stacked
     frames (an observation shape of three dimensions).
 
-    The LSTM runs two ways on the same weights: step() advances it one step (acting,
-    evaluation), unroll() replays a whole rollout with autograd through torch's fused
-    sequence LSTM.
+    Workers act and learn with the numpy twin of this network (a3c/actor.py); torch
+    runs it for evaluation and for the Atari encoder's gradient.
 
     The policy head gives logits (discrete actions) or the Gaussian mean
     (continuous actions, with a state-independent `log_std` parameter).
@@ -167,26 +146,6 @@ class ActorCritic(nn.Module):
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step from a raw observation batch."""
         return self.step(self.normalize(obs), state)
-
-    def unroll(self, inputs: torch.Tensor, state: LSTMState, restart: np.ndarray) -> torch.Tensor:
-        """The hidden states [T, B, H] of a rollout of normalised inputs [T, B, ...], with autograd.
-
-        `restart[t, b]` means env b's episode ended at step t, so its state is zeroed
-        before step t + 1 (as the actor did). Each episode segment becomes its own
-        sequence, left-aligned and zero-padded at its end, and one call of torch's fused
-        LSTM runs them all: an LSTM is causal, so the padding never reaches a real step.
-        Over 10 steps the fused forward and backward cost about a third of stepping a
-        cell, and one call costs far less than one per stretch between restarts.
-        """
-        steps, batch = restart.shape
-        features = self.encoder(inputs.flatten(0, 1)).unflatten(0, (steps, batch))
-        segment, position, first_segments = map(torch.from_numpy, segment_layout(restart))
-        num_segments, length = int(segment.max()) + 1, int(position.max()) + 1
-        padded = features.new_zeros(length, num_segments, features.shape[-1]).index_put((position, segment), features)
-        start = [torch.zeros(1, num_segments, self.hidden_size).index_put((torch.tensor([0]), first_segments), part)
-                 for part in state]  # segments after a restart start from zeros
-        out, _ = self.lstm(padded, (start[0], start[1]))
-        return out[position, segment]
 
     def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""

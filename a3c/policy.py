@@ -1,7 +1,5 @@
-"""Action distributions over the policy head's output: sampling, greedy actions, log-probs, entropy.
-
-Sampling and greedy actions read the head as a numpy array (the actor's); log-probs
-and entropy read it as a tensor with autograd (the learner's).
+"""Action distributions over the policy head's output: sampling, greedy actions, log-probs,
+entropy, and their gradients with respect to the head (and the log std). All numpy.
 
 Categorical for Discrete spaces (the head gives logits). Gaussian for Box spaces:
 the head gives the mean, squashed into the action bounds, and the log standard
@@ -16,10 +14,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 LOG_2PI = math.log(2 * math.pi)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def sample_categorical(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
@@ -42,10 +43,24 @@ class Categorical:
     def greedy(self, head: np.ndarray) -> np.ndarray:
         return head.argmax(axis=-1)
 
-    def log_prob_entropy(self, head: torch.Tensor, log_std, actions: np.ndarray):
-        log_p = F.log_softmax(head, dim=-1)
-        log_probs = log_p.gather(-1, torch.from_numpy(actions).unsqueeze(-1)).squeeze(-1)
-        return log_probs, -(log_p.exp() * log_p).sum(-1)
+    def log_prob_entropy(self, head: np.ndarray, log_std, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        log_p = log_softmax(head)
+        log_probs = np.take_along_axis(log_p, actions[..., None], axis=-1)[..., 0]
+        return log_probs, -(np.exp(log_p) * log_p).sum(-1)
+
+    def backward(self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray,
+                 d_entropies: np.ndarray) -> tuple[np.ndarray, None]:
+        """d loss / d head, given d loss / d log-prob and d loss / d entropy of each sample.
+
+        d log p_a / d logit_k = [k = a] - p_k;  d entropy / d logit_k = -p_k (log p_k + entropy).
+        """
+        log_p = log_softmax(head)
+        p = np.exp(log_p)
+        entropy = -(p * log_p).sum(-1, keepdims=True)
+        d_head = -p * (d_log_probs[..., None] + d_entropies[..., None] * (log_p + entropy))
+        np.put_along_axis(d_head, actions[..., None],
+                          np.take_along_axis(d_head, actions[..., None], axis=-1) + d_log_probs[..., None], axis=-1)
+        return d_head, None
 
 
 class Gaussian:
@@ -61,27 +76,36 @@ class Gaussian:
         if self.bounded:
             self.center, self.half_range = (high + low) / 2, (high - low) / 2
 
-    def mean(self, head: torch.Tensor) -> torch.Tensor:
-        if not self.bounded:
-            return head
-        return torch.from_numpy(self.center) + torch.from_numpy(self.half_range) * torch.tanh(head)
+    def mean(self, head: np.ndarray) -> np.ndarray:
+        return (self.center + self.half_range * np.tanh(head)).astype(head.dtype) if self.bounded else head
 
-    def numpy_mean(self, head: np.ndarray) -> np.ndarray:
-        return self.center + self.half_range * np.tanh(head) if self.bounded else head
-
-    def sample(self, head: np.ndarray, log_std: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
-        mean, std = self.numpy_mean(head), log_std.detach().exp().numpy()
-        return (mean + std * rng.standard_normal(mean.shape)).astype(np.float32)
+    def sample(self, head: np.ndarray, log_std: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        mean = self.mean(head)
+        return (mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
 
     def greedy(self, head: np.ndarray) -> np.ndarray:
-        return self.numpy_mean(head).astype(np.float32)
+        return self.mean(head).astype(np.float32)
 
-    def log_prob_entropy(self, head: torch.Tensor, log_std: torch.Tensor, actions: np.ndarray):
+    def log_prob_entropy(self, head: np.ndarray, log_std: np.ndarray, actions: np.ndarray):
         """Of the unclipped sample; summed over the action dimensions."""
-        z = (torch.from_numpy(actions) - self.mean(head)) * torch.exp(-log_std)
-        log_probs = (-0.5 * z.pow(2) - log_std - 0.5 * LOG_2PI).sum(-1)
-        entropy = (0.5 + 0.5 * LOG_2PI + log_std).sum().expand(log_probs.shape)
+        z = (actions - self.mean(head)) * np.exp(-log_std)
+        log_probs = (-0.5 * z ** 2 - log_std - 0.5 * LOG_2PI).sum(-1)
+        entropy = np.full(log_probs.shape, (0.5 + 0.5 * LOG_2PI + log_std).sum(), dtype=log_probs.dtype)
         return log_probs, entropy
+
+    def backward(self, head: np.ndarray, log_std: np.ndarray, actions: np.ndarray, d_log_probs: np.ndarray,
+                 d_entropies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """d loss / d head and d loss / d log_std, given d loss / d log-prob and d entropy of each sample.
+
+        d log p / d mean = z / std;  d log p / d log_std = z^2 - 1;  d entropy / d log_std = 1.
+        """
+        inv_std = np.exp(-log_std)
+        z = (actions - self.mean(head)) * inv_std
+        d_mean = d_log_probs[..., None] * z * inv_std
+        d_head = d_mean * self.half_range * (1 - np.tanh(head) ** 2) if self.bounded else d_mean
+        batch_axes = tuple(range(head.ndim - 1))
+        d_log_std = (d_log_probs[..., None] * (z ** 2 - 1)).sum(axis=batch_axes) + d_entropies.sum()
+        return d_head.astype(head.dtype), d_log_std.astype(log_std.dtype)
 
 
 def distribution(spec) -> Categorical | Gaussian:

@@ -78,36 +78,39 @@ class ActorLearner:
     def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """Play t_max steps in every env, then backpropagate the A3C loss once.
 
-        The actor plays in numpy, without autograd; the network then replays the
-        rollout with autograd in one unroll() and runs its heads once over all the
-        hidden states. Returns the flat gradient (a buffer this learner reuses on its
-        next call).
+        The actor plays in numpy and keeps what each step computed; the backward pass
+        reads that record (the weights and the noise are those the actor used, so the
+        gradient is exactly on-policy). Returns the flat gradient (a buffer this
+        learner reuses on its next call).
         """
-        config, model, actor, envs, spec = self.config, self.model, self.actor, self.envs, self.envs.spec
+        config, actor, envs, spec = self.config, self.actor, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
-        model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
+        self.model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
         actor.begin_rollout()
-        start_state = state = self.state
-        inputs = []  # what the encoder read, for unroll()
+        state = self.state
+        observations, inputs, start_states, traces = [], [], [], []  # inputs etc.: what the backward pass reads
         action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
         actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
-        rewards = np.zeros((steps, batch), dtype=np.float32)
-        dones = np.zeros((steps, batch), dtype=np.float32)
-        truncated = np.zeros((steps, batch), dtype=np.float32)
-        final_values = np.zeros((steps, batch), dtype=np.float32)
+        policy_outs = np.zeros((steps, batch, spec.num_actions), dtype=np.float32)
+        values, rewards, dones, truncated, final_values = (np.zeros((steps, batch), dtype=np.float32)
+                                                           for _ in range(5))
         valid = np.ones((steps, batch), dtype=bool)
         restart = np.zeros((steps, batch), dtype=bool)
         finished_returns, finished_lengths = [], []
         for t in range(steps):
-            inputs.append(self.normalized(envs.obs, update=True))
-            state = actor.step(inputs[-1], state)
-            actions[t] = self.policy.sample(actor.heads(state[0])[0], model.log_std, self.rng)
+            observations.append(envs.obs)
+            inputs.append(self.normalized(observations[-1]))
+            start_states.append(state)
+            traces.append(actor.step(inputs[-1], state))
+            policy_outs[t], values[t] = actor.heads(traces[-1].hidden)
+            actions[t] = self.policy.sample(policy_outs[t], actor.log_std, self.rng)
             result = envs.step(actions[t])
             rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
                           * config.reward_scale)
             ended = result.terminated | result.truncated
             dones[t] = ended
             valid[t] = result.valid
+            state = (traces[-1].hidden, traces[-1].cell)
             if result.truncated.any():
                 truncated[t] = result.truncated
                 final_values[t] = self.value_of(result.final_obs, state)
@@ -117,39 +120,34 @@ class ActorLearner:
                 state = (state[0] * keep, state[1] * keep)
             finished_returns += result.finished_returns
             finished_lengths += result.finished_lengths
-        bootstrap = torch.from_numpy(self.value_of(envs.obs, state))
+        bootstrap = self.value_of(envs.obs, state)
         self.state = state
+        if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
+            self.model.obs_norm.update(torch.from_numpy(np.concatenate(observations)))
 
-        start_state = tuple(torch.from_numpy(part) for part in start_state)
-        hiddens = model.unroll(torch.from_numpy(np.stack(inputs)), start_state, restart)
-        policy_out, values = model.heads(hiddens)
-        log_probs, entropies = self.policy.log_prob_entropy(policy_out, model.log_std, actions)
-        rewards_t = fold_truncation_bootstrap(torch.from_numpy(rewards), torch.from_numpy(truncated),
-                                              torch.from_numpy(final_values), config.gamma)
-        advantages = gae_advantages(rewards_t, values.detach(), torch.from_numpy(dones), bootstrap,
-                                    config.gamma, config.gae_lambda)
-        mask = None if valid.all() else torch.from_numpy(valid).float()
-        loss = a3c_loss(log_probs, entropies, values, advantages, config.value_loss_coef, config.entropy_coef,
-                        mask)
+        rewards = fold_truncation_bootstrap(rewards, truncated, final_values, config.gamma)
+        advantages = gae_advantages(rewards, values, dones, bootstrap, config.gamma, config.gae_lambda)
+        log_probs, entropies = self.policy.log_prob_entropy(policy_outs, actor.log_std, actions)
+        loss, d_loss = a3c_loss(log_probs, entropies, advantages, config.value_loss_coef, config.entropy_coef,
+                                None if valid.all() else valid)
+        d_policy, d_log_std = self.policy.backward(policy_outs, actor.log_std, actions, d_loss.log_probs,
+                                                   d_loss.entropies)
         self.flat_grad.zero_()  # the gradient of this rollout only (DESIGN.md fact 1)
-        loss.total.backward()
+        actor.backward(np.stack(inputs), start_states, traces, ~restart,
+                       np.concatenate([d_policy, d_loss.values[..., None]], axis=-1), d_log_std)
         grad_norm = clip_norm_(self.flat_grad, config.max_grad_norm)
-        report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy.item(),
-                               loss.value.item(), loss.entropy.item(), grad_norm.item())
+        report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,
+                               loss.entropy, grad_norm.item())
         return self.flat_grad, report
 
-    def normalized(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
-        """What the encoder reads; `update` adds the batch to the shared running statistics first."""
+    def normalized(self, obs: np.ndarray) -> np.ndarray:
+        """What the encoder reads: the observations, normalised by the shared running statistics."""
         norm = self.model.obs_norm
-        if norm is None:
-            return obs
-        if update:
-            norm.update(torch.from_numpy(obs))
-        return norm(torch.from_numpy(obs)).numpy()
+        return obs if norm is None else norm(torch.from_numpy(obs)).numpy()
 
     def value_of(self, obs: np.ndarray, state) -> np.ndarray:
         """V of the observations `obs` seen from `state` (one more LSTM step)."""
-        return self.actor.heads(self.actor.step(self.normalized(obs), state)[0])[1]
+        return self.actor.heads(self.actor.step(self.normalized(obs), state).hidden)[1]
 
 
 @dataclass

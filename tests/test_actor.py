@@ -1,6 +1,5 @@
-"""The numpy acting pass must compute what the torch network computes: the learner replays the
-rollout with the torch network and trains on that, so any difference would make the
-gradient off-policy."""
+"""The numpy acting pass must compute what the torch network computes: the evaluator plays
+with the torch network, and checkpoints hold its weights."""
 
 from __future__ import annotations
 
@@ -32,7 +31,8 @@ def test_the_numpy_actor_steps_as_the_torch_network_does(obs_shape, noisy):
         with torch.no_grad():
             torch_state = model.step(inputs, torch_state)
             policy, value = model.heads(torch_state[0])
-        numpy_state = actor.step(inputs.numpy(), numpy_state)
+        trace = actor.step(inputs.numpy(), numpy_state)
+        numpy_state = (trace.hidden, trace.cell)
         numpy_policy, numpy_value = actor.heads(numpy_state[0])
         assert numpy_state[0].dtype == np.float32
         for ours, theirs in zip((*numpy_state, numpy_policy, numpy_value), (*torch_state, policy, value)):

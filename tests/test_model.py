@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -154,50 +153,3 @@ def test_heads_over_a_stacked_rollout_equal_the_per_step_forward():
     assert logits.shape == (5, 2, 3) and values.shape == (5, 2)
     assert_close(logits, torch.stack([lg for lg, _ in per_step]))
     assert_close(values, torch.stack([v for _, v in per_step]))
-
-
-def step_by_step_hiddens(model: ActorCritic, inputs: torch.Tensor, state, restart: np.ndarray) -> torch.Tensor:
-    """What the actor does: one step() at a time, zeroing an env's state after its episode ends."""
-    hiddens = []
-    for t, obs in enumerate(inputs):
-        state = model.step(obs, state)
-        hiddens.append(state[0])
-        keep = torch.from_numpy(~restart[t]).unsqueeze(1).float()
-        state = (state[0] * keep, state[1] * keep)
-    return torch.stack(hiddens)
-
-
-@pytest.mark.parametrize("restarts", [[], [(2, 0)], [(0, 1), (2, 0), (2, 2), (5, 1), (6, 0)],
-                                      [(t, b) for t in range(7) for b in range(3)]])
-def test_unroll_equals_stepping_with_restarts_in_value_and_gradient(restarts):
-    """The learner replays a rollout with unroll(); it must see what the actor saw, and train the same."""
-    torch.manual_seed(0)
-    model = ActorCritic(4, 3, 16, True)
-    steps, batch = 7, 3
-    inputs = torch.randn(steps, batch, 4)
-    state = (torch.randn(batch, 16), torch.randn(batch, 16))
-    restart = np.zeros((steps, batch), dtype=bool)
-    for t, b in restarts:
-        restart[t, b] = True
-    weights = torch.randn(steps, batch, 16)  # an arbitrary loss over every hidden state
-
-    grads = []
-    for hiddens_of in (step_by_step_hiddens, lambda m, *args: m.unroll(*args)):
-        model.zero_grad()
-        hiddens = hiddens_of(model, inputs, state, restart)
-        (hiddens * weights).sum().backward()
-        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
-    assert_close(model.unroll(inputs, state, restart), step_by_step_hiddens(model, inputs, state, restart))
-    assert len(grads[0]) == len(grads[1]) > 0
-    for stepped, unrolled in zip(*grads):
-        assert_close(unrolled, stepped, rtol=1e-4, atol=1e-5)
-
-
-def test_unroll_restart_cuts_the_gradient_to_earlier_steps():
-    torch.manual_seed(0)
-    model = ActorCritic(4, 3, 16, False)
-    inputs = torch.randn(4, 1, 4, requires_grad=True)
-    restart = np.array([[False], [True], [False], [False]])  # the episode ended at step 1
-    model.unroll(inputs, model.initial_state(1), restart)[2:].sum().backward()
-    assert torch.count_nonzero(inputs.grad[:2]) == 0  # steps 2-3 belong to a new episode
-    assert torch.count_nonzero(inputs.grad[2:]) > 0
