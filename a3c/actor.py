@@ -21,16 +21,23 @@ from .model import ActorCritic, NoisyLinear
 NumpyState = tuple[np.ndarray, np.ndarray]
 
 
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow warning for large |x|, unlike 1 / (1 + exp(-x))
+def gate_activation_constants(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """sigmoid(x) = 0.5 + 0.5 tanh(x / 2): with the pre-activations scaled by `scale`, one tanh
+    over all four gates, times `scale` plus `shift`, gives sigmoid, sigmoid, tanh, sigmoid."""
+    scale = np.full(4 * size, 0.5, dtype=np.float32)
+    scale[2 * size:3 * size] = 1.0
+    return scale, np.where(scale == 0.5, 0.5, 0.0).astype(np.float32)
 
 
 def effective_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-    """The weight and bias a layer applies in training: with its current noise for a NoisyLinear."""
-    if isinstance(layer, NoisyLinear):
-        return (torch.addcmul(layer.weight_mu, layer.weight_sigma, layer.weight_epsilon),
-                torch.addcmul(layer.bias_mu, layer.bias_sigma, layer.bias_epsilon))
-    return layer.weight, layer.bias
+    """The weight and bias a layer applies: a NoisyLinear's mean weights in eval mode, plus its
+    current noise in training mode."""
+    if not isinstance(layer, NoisyLinear):
+        return layer.weight, layer.bias
+    if not layer.training:
+        return layer.weight_mu, layer.bias_mu
+    return (torch.addcmul(layer.weight_mu, layer.weight_sigma, layer.weight_epsilon),
+            torch.addcmul(layer.bias_mu, layer.bias_sigma, layer.bias_epsilon))
 
 
 def numpy_grad(param: torch.Tensor) -> np.ndarray:
@@ -54,8 +61,8 @@ class NumpyActor:
     """Steps `model`'s LSTM and heads in numpy, on numpy views of its weights, and backpropagates.
 
     The views follow the model's weights in place, but the heads' noisy weights and the
-    summed LSTM biases are computed by begin_rollout(): call it after the weights are
-    loaded and the noise is drawn. A flat observation's encoder runs in numpy too; a
+    scaled LSTM weights are computed by begin_rollout(): call it after the weights are
+    loaded and the noise is drawn (or the model is put in eval mode: mean weights). A flat observation's encoder runs in numpy too; a
     convolutional one runs in torch (without autograd when acting).
     """
 
@@ -64,19 +71,22 @@ class NumpyActor:
         lstm = model.lstm
         self.weight_ih = lstm.weight_ih_l0.detach().numpy()
         self.weight_hh = lstm.weight_hh_l0.detach().numpy()
-        self.weight_ih_t, self.weight_hh_t = self.weight_ih.T, self.weight_hh.T
+        self.gate_scale, self.gate_shift = gate_activation_constants(model.hidden_size)
         first = model.encoder[0]
         self.linear_encoder = first if isinstance(first, nn.Linear) else None
         if self.linear_encoder is not None:
             self.encoder_weight, self.encoder_bias = first.weight.detach().numpy(), first.bias.detach().numpy()
             self.encoder_weight_t = self.encoder_weight.T
         self.log_std = None if model.log_std is None else model.log_std.detach().numpy()
-        self.lstm_bias = self.heads_weight = self.heads_weight_t = self.heads_bias = None
+        self.scaled_weight_ih_t = self.scaled_weight_hh_t = self.scaled_lstm_bias = None
+        self.heads_weight = self.heads_weight_t = self.heads_bias = None
 
     @torch.no_grad()
     def begin_rollout(self) -> None:
-        lstm = self.model.lstm
-        self.lstm_bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0).numpy()
+        lstm, scale = self.model.lstm, self.gate_scale
+        self.scaled_weight_ih_t = self.weight_ih.T * scale
+        self.scaled_weight_hh_t = self.weight_hh.T * scale
+        self.scaled_lstm_bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0).numpy() * scale
         (policy_weight, policy_bias), (value_weight, value_bias) = map(
             effective_weights, (self.model.policy, self.model.value))
         self.heads_weight = torch.cat([policy_weight, value_weight]).numpy()  # one matmul for both heads
@@ -93,11 +103,10 @@ class NumpyActor:
         """One LSTM step from normalised inputs [B, ...] and the state it starts from."""
         hidden, cell = state
         features = self.encode(inputs)
-        gates = features @ self.weight_ih_t + hidden @ self.weight_hh_t + self.lstm_bias
+        gates = np.tanh(features @ self.scaled_weight_ih_t + hidden @ self.scaled_weight_hh_t + self.scaled_lstm_bias)
+        gates *= self.gate_scale
+        gates += self.gate_shift
         size = hidden.shape[1]
-        gates[:, :2 * size] = sigmoid(gates[:, :2 * size])  # input and forget gates
-        gates[:, 2 * size:3 * size] = np.tanh(gates[:, 2 * size:3 * size])
-        gates[:, 3 * size:] = sigmoid(gates[:, 3 * size:])
         cell = gates[:, size:2 * size] * cell + gates[:, :size] * gates[:, 2 * size:3 * size]
         tanh_cell = np.tanh(cell)
         return StepTrace(features, gates, tanh_cell, gates[:, 3 * size:] * tanh_cell, cell)

@@ -13,10 +13,12 @@ from a3c.flat import flatten_parameters
 from a3c.model import ActorCritic
 
 
-@pytest.mark.parametrize("obs_shape, noisy", [((4,), True), ((4,), False), ((2, 36, 36), True)])
-def test_the_numpy_actor_steps_as_the_torch_network_does(obs_shape, noisy):
+@pytest.mark.parametrize("obs_shape, noisy, training", [((4,), True, True), ((4,), False, True),
+                                                        ((2, 36, 36), True, True), ((4,), True, False)])
+def test_the_numpy_actor_steps_as_the_torch_network_does(obs_shape, noisy, training):
+    """In training mode with the rollout's noise; in eval mode (the evaluator's) with the mean weights."""
     torch.manual_seed(0)
-    model = ActorCritic(obs_shape, 3, 16, noisy)
+    model = ActorCritic(obs_shape, 3, 16, noisy).train(training)
     flat = flatten_parameters(model)
     actor = NumpyActor(model)
     with torch.no_grad():
