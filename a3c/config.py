@@ -31,11 +31,14 @@ class Config:
     sigma_init: float = 0.017
     # loss and returns
     gamma: float = 0.99
-    reward_scale: float = 1.0  # rewards are multiplied by this in the loss (logs show them unscaled)
+    # rewards are multiplied by this in the loss (logs show them unscaled). With Adam, 0.1 and a value
+    # coefficient of 0.5 act as an entropy bonus ten times stronger relative to the policy gradient and
+    # clipping ten times looser: CartPole, 40 seeds, median 2.7-3.0 s to solve against 3.8-4.0 s at 1.0
+    reward_scale: float = 0.1
     normalize_obs: bool = False  # running mean/std of observations, shared by the workers
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
-    value_loss_coef: float = 0.05  # returns reach ~100 on CartPole: keep the value gradient from swamping the policy's
+    value_loss_coef: float = 0.5
     # The NoisyNet paper drops the entropy bonus; without it, 1 env per worker (CartPole, t-max 20)
     # collapsed early to a near-deterministic policy on 3 seeds of 10; with it 15 of 15 solved
     entropy_coef: float = 0.01
