@@ -94,8 +94,10 @@ class ActorCritic(nn.Module):
     The encoder is Linear+ReLU for a flat observation and a convnet for stacked
     frames (an observation shape of three dimensions).
 
-    Workers act and learn with the numpy twin of this network (a3c/actor.py); torch
-    runs it for evaluation and for the Atari encoder's gradient.
+    Workers and the evaluator run it through its numpy twin (a3c/actor.py), on views
+    of these weights; this module holds the weights (shared memory, checkpoints), runs
+    the convolutional encoder, and its forward() is the reference the tests hold the
+    numpy passes to.
 
     The policy head gives logits (discrete actions) or the Gaussian mean
     (continuous actions, with a state-independent `log_std` parameter).
@@ -136,11 +138,8 @@ class ActorCritic(nn.Module):
 
     def step(self, inputs: torch.Tensor, state: LSTMState) -> LSTMState:
         """One recurrent step from normalised inputs [B, ...]: the new (hx, cx); the heads read hx."""
-        return self._cell(self.encoder(inputs), state)
-
-    def _cell(self, features: torch.Tensor, state: LSTMState) -> LSTMState:
         lstm = self.lstm
-        return torch.lstm_cell(features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
+        return torch.lstm_cell(self.encoder(inputs), state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
                                lstm.bias_hh_l0)
 
     def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
