@@ -62,8 +62,9 @@ class NumpyActor:
 
     The views follow the model's weights in place, but the heads' noisy weights and the
     scaled LSTM weights are computed by begin_rollout(): call it after the weights are
-    loaded and the noise is drawn (or the model is put in eval mode: mean weights). A flat observation's encoder runs in numpy too; a
-    convolutional one runs in torch (without autograd when acting).
+    loaded and the noise is drawn (or the model is put in eval mode: mean weights). A
+    flat observation's encoder runs in numpy too; a convolutional one runs in torch
+    (without autograd when acting).
     """
 
     def __init__(self, model: ActorCritic):
@@ -92,6 +93,14 @@ class NumpyActor:
         self.heads_weight = torch.cat([policy_weight, value_weight]).numpy()  # one matmul for both heads
         self.heads_weight_t = self.heads_weight.T.copy()
         self.heads_bias = torch.cat([policy_bias, value_bias]).numpy()
+
+    def normalize(self, obs: np.ndarray) -> np.ndarray:
+        """What the encoder reads: the observations, normalised by the model's running statistics if it keeps them."""
+        norm = self.model.obs_norm
+        if norm is None:
+            return obs
+        with torch.no_grad():
+            return norm(torch.from_numpy(obs)).numpy()
 
     def encode(self, inputs: np.ndarray) -> np.ndarray:
         if self.linear_encoder is None:

@@ -42,7 +42,7 @@ def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.Vec
     active = np.ones(envs.num_envs, dtype=bool)
     policy = distribution(spec)
     while active.any() and not (stop is not None and stop.is_set()):
-        trace = actor.step(model.normalize(torch.from_numpy(np.asarray(obs, dtype=spec.obs_dtype))).numpy(), state)
+        trace = actor.step(actor.normalize(np.asarray(obs, dtype=spec.obs_dtype)), state)
         state = trace.hidden, trace.cell
         obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(actor.heads(state[0])[0])))
         returns += rewards * active

@@ -99,7 +99,7 @@ class ActorLearner:
         finished_returns, finished_lengths = [], []
         for t in range(steps):
             observations.append(envs.obs)
-            inputs.append(self.normalized(observations[-1]))
+            inputs.append(actor.normalize(observations[-1]))
             start_states.append(state)
             traces.append(actor.step(inputs[-1], state))
             policy_outs[t], values[t] = actor.heads(traces[-1].hidden)
@@ -140,14 +140,9 @@ class ActorLearner:
                                loss.entropy, grad_norm.item())
         return self.flat_grad, report
 
-    def normalized(self, obs: np.ndarray) -> np.ndarray:
-        """What the encoder reads: the observations, normalised by the shared running statistics."""
-        norm = self.model.obs_norm
-        return obs if norm is None else norm(torch.from_numpy(obs)).numpy()
-
     def value_of(self, obs: np.ndarray, state) -> np.ndarray:
         """V of the observations `obs` seen from `state` (one more LSTM step)."""
-        return self.actor.heads(self.actor.step(self.normalized(obs), state).hidden)[1]
+        return self.actor.heads(self.actor.step(self.actor.normalize(obs), state).hidden)[1]
 
 
 @dataclass
