@@ -18,7 +18,10 @@ DEFAULTS = Config()
 def option(name: str, help: str, **kwargs):
     """A training option whose default is the Config default of the same name."""
     field = name.lstrip("-").split("/")[0].replace("-", "_")
-    return click.option(name, field, default=getattr(DEFAULTS, field), show_default=True, help=help, **kwargs)
+    default = getattr(DEFAULTS, field)
+    if isinstance(default, tuple):  # written as on the command line: 64,64
+        default = ",".join(map(str, default))
+    return click.option(name, field, default=default, show_default=True, help=help, **kwargs)
 
 
 class TargetReturn(click.ParamType):
@@ -33,6 +36,16 @@ class TargetReturn(click.ParamType):
             self.fail(f"{value!r} is not a number, 'auto' or 'none'", param, ctx)
 
 
+class Widths(click.ParamType):
+    name = "N[,N...]"
+
+    def convert(self, value, param, ctx):
+        try:
+            return tuple(int(width) for width in str(value).split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of integers, like 64,64", param, ctx)
+
+
 TRAIN_OPTIONS = [
     option("--env", "gymnasium id, also 'module:EnvId'"),
     option("--num-processes", "worker processes (default: CPU cores)", type=int),
@@ -42,9 +55,14 @@ TRAIN_OPTIONS = [
     option("--t-max", "rollout length: steps per environment per update", type=int),
     option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
     option("--seed", "worker i seeds torch and its env with seed + i", type=int),
-    option("--hidden-size", "width of the encoder and the LSTM", type=int),
+    option("--hidden-sizes", "widths of the encoder's layers, comma-separated; the LSTM is as wide as the last",
+           type=Widths()),
+    option("--core", "lstm, or none: a feed-forward network", type=click.Choice(["lstm", "none"])),
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
+    option("--model", "module:function returning your own torch network (see README) instead of the stock one"),
+    option("--learner", "numpy: the stock network's fast path; torch: autograd, any network; auto: numpy where "
+           "it covers the network", type=click.Choice(["auto", "numpy", "torch"])),
     option("--gamma", "discount factor", type=float),
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
@@ -91,12 +109,11 @@ def cli(ctx, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
         return
-    from a3c.presets import preset_for
     from a3c.trainer import EXIT_CODES, train
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
-        config = Config(**{**settings, **preset_for(settings["env"]), **given})
+        config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
         summary = train(config, resume=resume, overrides=given)
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
@@ -128,15 +145,14 @@ def evaluate(checkpoint, episodes, env_id, seed):
     """Play greedy episodes with a checkpoint's weights; print mean and std of the return."""
     import statistics
 
-    from a3c.checkpoint import load_checkpoint
-    from a3c.evaluator import evaluate_model, model_from_checkpoint
+    from a3c.agent import load_agent
+    from a3c.evaluator import evaluate_agent
     try:
-        payload = load_checkpoint(checkpoint)
-        model, config = model_from_checkpoint(payload, env_id)
-        returns = evaluate_model(model, config.env, episodes, seed)
+        agent = load_agent(checkpoint, env_id)
+        returns = evaluate_agent(agent, episodes, seed)
     except usage_errors() as error:
         raise click.UsageError(str(error)) from None
-    click.echo(f"{config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
+    click.echo(f"{agent.config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
                f"over {episodes} episodes")
 
 

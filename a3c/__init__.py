@@ -1,3 +1,3 @@
 """A Hogwild shared-memory A3C trainer (LSTM + NoisyNet) for gymnasium environments."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -15,7 +15,6 @@ import numpy as np
 class StepTrace(NamedTuple):
     """One LSTM step as the actor computed it, each [B, ...]: what the backward pass reads."""
 
-    features: np.ndarray  # the encoder's output, the LSTM's input
     gates: np.ndarray  # [B, 4H] after their nonlinearities, in torch's order: input, forget, cell, output
     tanh_cell: np.ndarray
     hidden: np.ndarray  # what the heads read

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Union
 
+from .presets import preset_for
+
 
 class ConfigError(ValueError):
     """A setting that cannot work; the message names the CLI option."""
@@ -26,9 +28,12 @@ class Config:
     max_steps: int = 1_000_000
     seed: int = 0
     # model
-    hidden_size: int = 64
+    hidden_sizes: tuple[int, ...] = (64,)  # the encoder's layers; the LSTM is as wide as the last
+    core: str = "lstm"  # lstm, or none: a feed-forward network
     noise: bool = True
     sigma_init: float = 0.017
+    model: str = ""  # module:function building the user's own torch network instead of the stock one
+    learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # loss and returns
     gamma: float = 0.99
     # rewards are multiplied by this in the loss (logs show them unscaled). With Adam, 0.1 and a value
@@ -64,13 +69,21 @@ class Config:
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
 
     def __post_init__(self) -> None:
+        widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
+        object.__setattr__(self, "hidden_sizes", widths)  # hashable and JSON-stable, however it was given
         checks = [
             ("num_processes", self.num_processes >= 1, ">= 1"),
             ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
             ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
             ("t_max", self.t_max >= 1, ">= 1"),
             ("max_steps", self.max_steps >= 1, ">= 1"),
-            ("hidden_size", self.hidden_size >= 1, ">= 1"),
+            ("hidden_sizes", len(self.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
+                                                                  for n in self.hidden_sizes),
+             "one or more widths >= 1, like 64,64"),
+            ("core", self.core in ("lstm", "none"), "one of lstm, none"),
+            ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
+            ("learner", not (self.learner == "numpy" and self.model),
+             "auto or torch with --model (the numpy learner runs the stock network only)"),
             ("sigma_init", self.sigma_init >= 0, ">= 0"),
             ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
             ("reward_scale", self.reward_scale > 0, "> 0"),
@@ -99,6 +112,11 @@ class Config:
             if not ok:
                 raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
 
+    @classmethod
+    def for_env(cls, env: str, **overrides) -> "Config":
+        """The env's preset (a3c/presets.py) with `overrides` on top, as the command line applies them."""
+        return cls(**{**preset_for(env), **overrides, "env": env})
+
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes)
 
@@ -107,12 +125,16 @@ class Config:
 
     @classmethod
     def from_dict(cls, values: dict) -> "Config":
+        """From a saved config; one saved before version 0.2 names a single `hidden_size`."""
+        values = dict(values)
+        if "hidden_size" in values:
+            values.setdefault("hidden_sizes", [values["hidden_size"]])
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
-STRUCTURAL_FIELDS = ("env", "hidden_size", "noise", "optimizer", "normalize_obs")
+STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs")
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:

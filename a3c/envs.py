@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +25,8 @@ class EnvSpec:
     action_low: Optional[np.ndarray] = None  # bounds of a continuous action
     action_high: Optional[np.ndarray] = None
     obs_dtype: type = np.float32  # uint8 for frames: four times less to copy and store
+    observation_space: Any = None  # the gymnasium spaces themselves, which a user's --model is built for
+    action_space: Any = None
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete start, or clipped
@@ -75,7 +77,8 @@ def describe(env: gym.Env) -> EnvSpec:
     if not (flat or frames):
         raise EnvError(f"unsupported observation space {obs_space}: a flat Box or stacked uint8 frames are needed")
     observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
-                   "obs_dtype": np.uint8 if frames else np.float32}
+                   "obs_dtype": np.uint8 if frames else np.float32,
+                   "observation_space": obs_space, "action_space": action_space}
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):

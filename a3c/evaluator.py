@@ -12,64 +12,39 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .actor import NumpyActor
+from .agent import Agent
 from .checkpoint import save_checkpoint
 from .config import Config
-from .envs import EnvError, EnvSpec, env_spec, make_vector_env
+from .envs import make_vector_env
 from .flat import flatten_parameters
-from .model import ActorCritic
-from .policy import distribution
-from .worker import Shared, become_child_process, build_model, parent_is_gone
+from .worker import Shared, become_child_process, parent_is_gone
 
 
-@torch.no_grad()
-def play_greedy_episodes(model: ActorCritic, spec: EnvSpec, envs: gym.vector.VectorEnv, seed: int,
-                         stop=None) -> list[float]:
+def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None) -> list[float]:
     """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
-    Greedy actions (argmax, or the Gaussian mean) from the mean weights, played by the
-    numpy actor (a quarter of torch's cost per step, so evaluating takes less of the
-    cores from the workers); returns the undiscounted returns. An env that finished
-    keeps being stepped (vector envs step all) but is no longer counted. Stops early,
-    returning what finished, when `stop` is set.
+    Greedy actions (argmax, or the Gaussian mean) from the mean weights; returns the
+    undiscounted returns. An env that finished keeps being stepped (vector envs step
+    all) but is no longer counted. Stops early, returning what finished, when `stop` is set.
     """
-    model.eval()
-    actor = NumpyActor(model)
-    actor.begin_rollout()
     obs, _ = envs.reset(seed=seed)
-    state = tuple(part.numpy() for part in model.initial_state(envs.num_envs))
+    state = agent.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
-    policy = distribution(spec)
     while active.any() and not (stop is not None and stop.is_set()):
-        trace = actor.step(actor.normalize(np.asarray(obs, dtype=spec.obs_dtype)), state)
-        state = trace.hidden, trace.cell
-        obs, rewards, terminated, truncated, _ = envs.step(spec.env_actions(policy.greedy(actor.heads(state[0])[0])))
+        actions, state = agent.act(obs, state)
+        obs, rewards, terminated, truncated, _ = envs.step(actions)
         returns += rewards * active
         active &= ~(terminated | truncated)
     return returns[~active].tolist()
 
 
-def evaluate_model(model: ActorCritic, env_id: str, episodes: int, seed: int) -> list[float]:
-    envs, spec = make_vector_env(env_id, episodes)
+def evaluate_agent(agent: Agent, episodes: int, seed: int) -> list[float]:
+    envs, _ = make_vector_env(agent.config.env, episodes)
     try:
-        return play_greedy_episodes(model, spec, envs, seed)
+        return play_greedy_episodes(agent, envs, seed)
     finally:
         envs.close()
-
-
-def model_from_checkpoint(payload: dict, env_id: str | None = None) -> tuple[ActorCritic, Config]:
-    """The checkpoint's network with its weights, for its own env or another with the same spaces."""
-    config = Config.from_dict(payload["config"])
-    if env_id is not None:
-        config = config.replace(env=env_id)
-    spec = env_spec(config.env)
-    model = build_model(config, spec)
-    try:
-        model.load_state_dict(payload["model"])
-    except RuntimeError:
-        raise EnvError(f"the checkpoint's network does not fit {config.env}'s spaces") from None
-    return model, config
 
 
 def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
@@ -79,6 +54,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
     weights = flatten_parameters(model)
     envs, spec = make_vector_env(config.env, config.eval_episodes)
+    agent = Agent(model, spec, config.learner, config)
     best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0
@@ -89,8 +65,9 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
                 weights.copy_(shared.optimizer.params[0])
             if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
                 model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
+            agent.weights_changed()
             seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
-            returns = play_greedy_episodes(model, spec, envs, seed, shared.stop)
+            returns = play_greedy_episodes(agent, envs, seed, shared.stop)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead

@@ -1,14 +1,22 @@
-"""NoisyLinear and the recurrent ActorCritic network."""
+"""The torch networks: NoisyLinear, observation statistics, and the stock recurrent ActorCritic.
+
+Every network the trainer runs is a `Network`: it maps a batch of (normalised) inputs
+and a recurrent state to the policy head, the state value and the next state. The
+trainer adds the rest around it: the observation statistics (`obs_norm`) and, for a
+Box action space, the Gaussian's state-independent log standard deviation
+(`log_std`). A user's own module is wrapped into one (a3c/user_model.py).
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-LSTMState = tuple[torch.Tensor, torch.Tensor]
+State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
 
 
 class NoisyLinear(nn.Module):
@@ -34,22 +42,15 @@ class NoisyLinear(nn.Module):
         self.weight_epsilon.normal_(generator=generator)
         self.bias_epsilon.normal_(generator=generator)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def effective_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weight and bias applied: the means in eval mode, plus the current noise in training mode."""
         if not self.training:
-            return F.linear(x, self.weight_mu, self.bias_mu)
-        weight = torch.addcmul(self.weight_mu, self.weight_sigma, self.weight_epsilon)
-        bias = torch.addcmul(self.bias_mu, self.bias_sigma, self.bias_epsilon)
-        return F.linear(x, weight, bias)
+            return self.weight_mu, self.bias_mu
+        return (torch.addcmul(self.weight_mu, self.weight_sigma, self.weight_epsilon),
+                torch.addcmul(self.bias_mu, self.bias_sigma, self.bias_epsilon))
 
-
-def conv_encoder(obs_shape: tuple[int, ...], hidden_size: int) -> nn.Sequential:
-    """Stacked frames [C, 84, 84] (uint8) -> features: the A3C paper's small convnet, cheap on a CPU."""
-    channels, height, width = obs_shape
-    convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
-                          nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
-    with torch.no_grad():
-        flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
-    return nn.Sequential(ScaleFrames(), convs, nn.Linear(flat_size, hidden_size), nn.ReLU())
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, *self.effective_weights())
 
 
 class ScaleFrames(nn.Module):
@@ -57,6 +58,28 @@ class ScaleFrames(nn.Module):
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         return frames.float() / 255.0
+
+
+def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:
+    """Linear + ReLU for each width of `hidden_sizes`."""
+    layers = []
+    for width in hidden_sizes:
+        layers += [nn.Linear(in_features, width), nn.ReLU()]
+        in_features = width
+    return layers
+
+
+def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Sequential:
+    """An MLP for a flat observation; for stacked frames [C, H, W] (uint8) the A3C paper's small
+    convnet first, cheap on a CPU."""
+    if len(obs_shape) == 1:
+        return nn.Sequential(*mlp(obs_shape[0], hidden_sizes))
+    channels, height, width = obs_shape
+    convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
+                          nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
+    with torch.no_grad():
+        flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
+    return nn.Sequential(ScaleFrames(), *convs, *mlp(flat_size, hidden_sizes))
 
 
 class RunningNorm(nn.Module):
@@ -88,68 +111,86 @@ class RunningNorm(nn.Module):
         return ((obs - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-self.clip, self.clip).float()
 
 
-class ActorCritic(nn.Module):
-    """Observation -> encoder -> LSTM -> policy head and state value.
+class Network(nn.Module):
+    """What the trainer needs of any network: inputs and state in, (head, value, state) out.
 
-    The encoder is Linear+ReLU for a flat observation and a convnet for stacked
-    frames (an observation shape of three dimensions).
-
-    Workers and the evaluator run it through its numpy twin (a3c/actor.py), on views
-    of these weights; this module holds the weights (shared memory, checkpoints), runs
-    the convolutional encoder, and its forward() is the reference the tests hold the
-    numpy passes to.
-
-    The policy head gives logits (discrete actions) or the Gaussian mean
-    (continuous actions, with a state-independent `log_std` parameter).
+    `head` [B, n]: logits for a Discrete space, the Gaussian mean before its squash into
+    the bounds for a Box space; `value` [B]. Subclasses build the layers and define
+    initial_state() and forward(inputs, state).
     """
 
-    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_size: int = 64,
-                 noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, continuous: bool, normalize_obs: bool):
         super().__init__()
-        self.hidden_size = hidden_size
-        obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
-        self.encoder = (nn.Sequential(nn.Linear(obs_shape[0], hidden_size), nn.ReLU()) if len(obs_shape) == 1
-                        else conv_encoder(obs_shape, hidden_size))
-        self.lstm = nn.LSTM(hidden_size, hidden_size)
-        if noisy:
-            self.policy = NoisyLinear(hidden_size, num_actions, sigma_init)
-            self.value = NoisyLinear(hidden_size, 1, sigma_init)
-        else:
-            self.policy = nn.Linear(hidden_size, num_actions)
-            self.value = nn.Linear(hidden_size, 1)
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
-        self.lstm.bias_ih_l0.data.zero_()
-        self.lstm.bias_hh_l0.data.zero_()
 
-    def initial_state(self, batch_size: int) -> LSTMState:
-        zeros = torch.zeros(batch_size, self.hidden_size)
-        return zeros, zeros.clone()
+    def initial_state(self, batch_size: int) -> State:
+        return ()
 
-    def resample_noise(self, generator: torch.Generator | None = None) -> None:
-        for module in (self.policy, self.value):
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the network reads: the observation, normalised if the model keeps statistics."""
+        return obs if self.obs_norm is None else self.obs_norm(obs)
+
+    def resample_noise(self, generator: Optional[torch.Generator] = None) -> None:
+        """New noise for every NoisyLinear layer (a user's network may use them too)."""
+        for module in self.modules():
             if isinstance(module, NoisyLinear):
                 module.resample_noise(generator)
 
-    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
-        """What the encoder reads: the observation, normalised if the model keeps statistics."""
-        return obs if self.obs_norm is None else self.obs_norm(obs)
 
-    def step(self, inputs: torch.Tensor, state: LSTMState) -> LSTMState:
-        """One recurrent step from normalised inputs [B, ...]: the new (hx, cx); the heads read hx."""
+class ActorCritic(Network):
+    """The stock network: observation -> encoder -> LSTM (or nothing) -> policy head and state value.
+
+    The encoder is an MLP of `hidden_sizes` for a flat observation, a convnet and that
+    MLP for stacked frames; the LSTM's width is the encoder's last. The heads are
+    NoisyNet layers (`noisy`) or plain linear ones. The numpy fast path
+    (a3c/policies/numpy_policy.py) runs every shape of this network.
+    """
+
+    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
+                 core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
+                 normalize_obs: bool = False):
+        obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
+        super().__init__(obs_shape, num_actions, continuous, normalize_obs)
+        self.hidden_size = hidden_sizes[-1]
+        self.encoder = encoder(obs_shape, tuple(hidden_sizes))
+        self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if core == "lstm" else None
+        if self.lstm is not None:
+            self.lstm.bias_ih_l0.data.zero_()
+            self.lstm.bias_hh_l0.data.zero_()
+        head = (lambda n: NoisyLinear(self.hidden_size, n, sigma_init)) if noisy else \
+            (lambda n: nn.Linear(self.hidden_size, n))
+        self.policy, self.value = head(num_actions), head(1)
+
+    def initial_state(self, batch_size: int) -> State:
+        if self.lstm is None:
+            return ()
+        zeros = torch.zeros(batch_size, self.hidden_size)
+        return zeros, zeros.clone()
+
+    def core(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """The features the heads read, and the next state."""
+        features = self.encoder(inputs)
+        if self.lstm is None:
+            return features, ()
         lstm = self.lstm
-        return torch.lstm_cell(self.encoder(inputs), state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
-                               lstm.bias_hh_l0)
+        hidden, cell = torch.lstm_cell(features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
+                                       lstm.bias_hh_l0)
+        return hidden, (hidden, cell)
 
-    def core(self, obs: torch.Tensor, state: LSTMState) -> LSTMState:
-        """One recurrent step from a raw observation batch."""
-        return self.step(self.normalize(obs), state)
+    def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy head and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
+        return self.policy(features), self.value(features).squeeze(-1)
 
-    def heads(self, hx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy logits and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
-        return self.policy(hx), self.value(hx).squeeze(-1)
+    def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
+        features, state = self.core(inputs, state)
+        return (*self.heads(features), state)
 
-    def forward(self, obs: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, torch.Tensor, LSTMState]:
-        hx, cx = self.core(obs, state)
-        return (*self.heads(hx), (hx, cx))
+
+def build_model(config, spec) -> Network:
+    """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model)."""
+    if config.model:
+        from .user_model import user_network  # imports the user's module: only when asked for
+        return user_network(config.model, spec, config.normalize_obs)
+    return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
+                       config.sigma_init, spec.continuous, config.normalize_obs)

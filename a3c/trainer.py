@@ -24,10 +24,10 @@ from .envs import EnvSpec, env_spec
 from .evaluator import run_evaluator
 from .flat import flatten_parameters
 from .metrics import Console, MetricsWriter, drop_rows_after
-from .model import ActorCritic
+from .model import Network, build_model
 from .optim import SharedOptimizer, make_optimizer
 from .turns import Turns
-from .worker import Shared, build_model, current_lr, run_worker
+from .worker import Shared, current_lr, run_worker
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
@@ -40,7 +40,7 @@ class RunSetup:
 
     config: Config
     run_dir: Path
-    model: ActorCritic  # its parameters are views of optimizer.params[0], in shared memory
+    model: Network  # its parameters are views of optimizer.params[0], in shared memory
     optimizer: SharedOptimizer
     env_steps: int = 0
     counters: Optional[dict] = None
@@ -67,7 +67,7 @@ def prepare_run_dir(path: str) -> Path:
     return run_dir
 
 
-def shared_model(config: Config, spec: EnvSpec) -> tuple[ActorCritic, SharedOptimizer]:
+def shared_model(config: Config, spec: EnvSpec) -> tuple[Network, SharedOptimizer]:
     torch.manual_seed(config.seed)
     model = build_model(config, spec)
     weights = flatten_parameters(model).share_memory_()

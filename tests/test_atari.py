@@ -11,7 +11,7 @@ import torch
 from a3c.config import Config
 from a3c.envs import env_spec, make_env
 from a3c.model import ActorCritic
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 from .conftest import run_cli
 
@@ -28,7 +28,7 @@ def test_atari_observations_are_four_stacked_84x84_grayscale_frames():
 
 
 def test_frames_go_through_a_convnet_to_the_lstm():
-    model = ActorCritic((4, 84, 84), 6, hidden_size=32)
+    model = ActorCritic((4, 84, 84), 6, hidden_sizes=(32,))
     frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
     logits, value, (hx, cx) = model(frames, model.initial_state(3))
     assert logits.shape == (3, 6) and value.shape == (3,) and hx.shape == (3, 32)
@@ -38,7 +38,7 @@ def test_frames_go_through_a_convnet_to_the_lstm():
 @pytest.mark.timeout(120)
 def test_one_rollout_and_one_update_on_pong():
     torch.manual_seed(0)
-    config = Config(env=PONG, envs_per_process=2, t_max=5, hidden_size=32, clip_rewards=True)
+    config = Config(env=PONG, envs_per_process=2, t_max=5, hidden_sizes=(32,), clip_rewards=True)
     learner = ActorLearner(config, seeds=[0, 1])
     before = learner.flat_params.clone()
     grad, report = learner.compute_gradient()
@@ -50,7 +50,7 @@ def test_one_rollout_and_one_update_on_pong():
 @pytest.mark.timeout(180)
 def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", PONG, "--num-processes", "2", "--max-steps", "400", "--hidden-size", "32",
+    result = run_cli("--env", PONG, "--num-processes", "2", "--max-steps", "400", "--hidden-sizes", "32",
                      "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=170)
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())

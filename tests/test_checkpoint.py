@@ -24,7 +24,7 @@ class CreatesAFile:
 
 def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     torch.manual_seed(0)
-    model = ActorCritic(4, 2, 8, True)
+    model = ActorCritic(4, 2, (8,), noisy=True)
     path = tmp_path / "sub" / "ck.pt"  # the parent folder is created
     payload = {"config": Config(env="CartPole-v1", seed=3).to_dict(), "model": model.state_dict(),
                "env_steps": 1234, "eval_return": 99.5, "optimizer": {"steps": torch.tensor(7.0, dtype=torch.float64)}}
@@ -37,7 +37,7 @@ def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     assert loaded["model"].keys() == payload["model"].keys()
     for name, tensor in payload["model"].items():
         assert torch.equal(loaded["model"][name], tensor)
-    restored = ActorCritic(4, 2, 8, True)
+    restored = ActorCritic(4, 2, (8,), noisy=True)
     restored.load_state_dict(loaded["model"])
     # nothing but the checkpoint is left behind (no temporary files)
     assert [p.name for p in path.parent.iterdir()] == ["ck.pt"]
@@ -83,7 +83,7 @@ def test_a_crafted_pickle_is_refused_and_never_executed(tmp_path, writer):
 
 def test_truncated_checkpoint_is_refused(tmp_path):
     path = tmp_path / "ck.pt"
-    save_checkpoint(path, {"model": ActorCritic(4, 2, 8, True).state_dict(), "config": Config().to_dict()})
+    save_checkpoint(path, {"model": ActorCritic(4, 2, (8,), noisy=True).state_dict(), "config": Config().to_dict()})
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError):
@@ -101,7 +101,7 @@ def test_garbage_files_are_refused(tmp_path, content):
 
 def test_foreign_torch_file_without_the_format_key_is_refused(tmp_path):
     path = tmp_path / "foreign.pt"
-    torch.save({"model": ActorCritic(4, 2, 8, True).state_dict(), "epoch": 3}, path)
+    torch.save({"model": ActorCritic(4, 2, (8,), noisy=True).state_dict(), "epoch": 3}, path)
     with pytest.raises(CheckpointError, match="not an a3c checkpoint"):
         load_checkpoint(path)
 

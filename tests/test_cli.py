@@ -58,18 +58,19 @@ def test_training_run_writes_every_output(cartpole_run):
     assert config["target_return"] == 475.0  # "auto" resolved from the env's reward_threshold
     assert Config.from_dict(config).run_dir == str(run_dir)
 
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ran_to_the_end = not summary["solved"]  # a lucky run solves CartPole before its 20k steps
     columns, rows = read_csv(run_dir / "metrics.csv")
     assert columns == TRAIN_COLUMNS and rows
-    assert int(rows[-1]["env_steps"]) >= 20000
+    assert int(rows[-1]["env_steps"]) >= 20000 or not ran_to_the_end
     columns, eval_rows = read_csv(run_dir / "eval.csv")
     assert columns == EVAL_COLUMNS and eval_rows, "no evaluation in a run with --eval-interval 0.2"
     for row in eval_rows:
         assert float(row["min_return"]) <= float(row["mean_return"]) <= float(row["max_return"])
 
-    summary = json.loads((run_dir / "summary.json").read_text())
     assert SUMMARY_KEYS <= summary.keys()
     assert summary["env"] == "CartPole-v1"
-    assert isinstance(summary["env_steps"], int) and summary["env_steps"] >= 20000
+    assert isinstance(summary["env_steps"], int) and (summary["env_steps"] >= 20000 or not ran_to_the_end)
     assert isinstance(summary["wall_seconds"], float) and summary["wall_seconds"] > 0
     assert isinstance(summary["steps_per_second"], (int, float)) and summary["steps_per_second"] > 0
     assert summary["best_eval_return"] == pytest.approx(max(float(row["mean_return"]) for row in eval_rows))

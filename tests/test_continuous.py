@@ -10,9 +10,9 @@ from torch.testing import assert_close
 
 from a3c.config import Config
 from a3c.envs import env_spec
-from a3c.policy import Categorical, Gaussian
+from a3c.distributions import Categorical, Gaussian
 from a3c.trainer import train
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
 
@@ -88,7 +88,7 @@ def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():
 
 @pytest.mark.timeout(120)
 def test_a_continuous_task_is_learned(tmp_path, quiet):
-    config = Config(env=CONTINUOUS_CUE, num_processes=2, envs_per_process=8, t_max=5, hidden_size=32,
+    config = Config(env=CONTINUOUS_CUE, num_processes=2, envs_per_process=8, t_max=5, hidden_sizes=(32,),
                     max_steps=150_000, eval_interval=0.2, eval_episodes=20, print_interval=60.0,
                     tensorboard=False, run_dir=str(tmp_path / "run"))
     summary = train(config, print_fn=quiet)

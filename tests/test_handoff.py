@@ -19,8 +19,8 @@ from torch.testing import assert_close
 from a3c.config import Config
 from a3c.optim import SharedOptimizer
 from a3c.flat import attach_flat_gradient, flatten_parameters
-from a3c.policy import sample_categorical as sample_actions
-from a3c.worker import ActorLearner
+from a3c.distributions import sample_categorical as sample_actions
+from a3c.learner import ActorLearner
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 
@@ -136,7 +136,7 @@ def test_hand_off_across_forked_processes_applies_every_gradient_once():
 
 def cue_config(**changes) -> Config:
     base = Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5,
-                  hidden_size=16, seed=0)
+                  hidden_sizes=(16,), seed=0)
     return base.replace(**changes)
 
 

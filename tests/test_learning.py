@@ -5,12 +5,12 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
-import torch
 
-from a3c.checkpoint import load_checkpoint
+from a3c.agent import load_agent
 from a3c.config import Config
-from a3c.evaluator import evaluate_model, model_from_checkpoint
+from a3c.evaluator import evaluate_agent
 from a3c.trainer import train
 
 CUE = "tests.cue_env:Cue-v0"  # one-step cue task, 3 cues: random play scores 1/3 (tests/test_envs.py)
@@ -43,13 +43,11 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
     assert rows and float(rows[-1]["mean_return"]) >= 0.95
 
     # the kept best checkpoint answers every cue right, greedily and from a fresh LSTM state
-    model, best_config = model_from_checkpoint(load_checkpoint(run_dir / "checkpoints" / "best.pt"))
-    assert best_config.env == CUE
-    model.eval()
-    with torch.no_grad():
-        logits, _, _ = model(torch.eye(3), model.initial_state(3))
-    assert logits.argmax(dim=-1).tolist() == [0, 1, 2]
-    assert evaluate_model(model, CUE, episodes=20, seed=12345) == [1.0] * 20
+    agent = load_agent(run_dir / "checkpoints" / "best.pt")
+    assert agent.config.env == CUE
+    actions, _ = agent.act(np.eye(3, dtype=np.float32))
+    assert actions.tolist() == [0, 1, 2]
+    assert evaluate_agent(agent, episodes=20, seed=12345) == [1.0] * 20
 
 
 def metrics_without_timing(path) -> list[dict]:

@@ -13,7 +13,7 @@ from torch.testing import assert_close
 from a3c.config import Config
 from a3c.model import ActorCritic, NoisyLinear
 from a3c.envs import EnvSpec
-from a3c.worker import build_model
+from a3c.model import build_model
 
 
 def make_layer(in_features=16, out_features=8, sigma_init=0.017, seed=0) -> NoisyLinear:
@@ -93,7 +93,7 @@ def test_resample_noise_with_a_generator_is_reproducible():
 
 
 def test_actor_critic_without_noise_uses_plain_linear_heads():
-    model = build_model(Config(noise=False, hidden_size=32), EnvSpec((4,), 3, 0, None))
+    model = build_model(Config(noise=False, hidden_sizes=(32,)), EnvSpec((4,), 3, 0, None))
     assert type(model.policy) is nn.Linear and type(model.value) is nn.Linear
     assert not any(isinstance(m, NoisyLinear) for m in model.modules())
     # and resampling is harmless: the output does not change
@@ -104,7 +104,7 @@ def test_actor_critic_without_noise_uses_plain_linear_heads():
 
 
 def test_actor_critic_with_noise_uses_noisy_heads_with_the_configured_sigma():
-    model = build_model(Config(noise=True, sigma_init=0.05, hidden_size=32), EnvSpec((4,), 3, 0, None))
+    model = build_model(Config(noise=True, sigma_init=0.05, hidden_sizes=(32,)), EnvSpec((4,), 3, 0, None))
     assert isinstance(model.policy, NoisyLinear) and isinstance(model.value, NoisyLinear)
     assert torch.all(model.policy.weight_sigma == 0.05)
 
@@ -113,7 +113,7 @@ def test_actor_critic_with_noise_uses_noisy_heads_with_the_configured_sigma():
 def test_actor_critic_forward_shapes_with_batch_and_lstm_state(noise):
     torch.manual_seed(0)
     batch, obs_size, num_actions, hidden = 5, 4, 3, 16
-    model = ActorCritic(obs_size, num_actions, hidden, noise)
+    model = ActorCritic(obs_size, num_actions, (hidden,), noisy=noise)
     state = model.initial_state(batch)
     assert state[0].shape == state[1].shape == (batch, hidden)
     assert torch.count_nonzero(state[0]) == 0 and torch.count_nonzero(state[1]) == 0
@@ -130,7 +130,7 @@ def test_actor_critic_forward_shapes_with_batch_and_lstm_state(noise):
 
 def test_actor_critic_rows_of_a_batch_are_independent():
     torch.manual_seed(0)
-    model = ActorCritic(4, 3, 16, True)
+    model = ActorCritic(4, 3, (16,), noisy=True)
     model.resample_noise()
     obs = torch.randn(3, 4)
     logits, value, _ = model(obs, model.initial_state(3))
@@ -141,7 +141,7 @@ def test_actor_critic_rows_of_a_batch_are_independent():
 
 def test_heads_over_a_stacked_rollout_equal_the_per_step_forward():
     torch.manual_seed(0)
-    model = ActorCritic(4, 3, 16, True)
+    model = ActorCritic(4, 3, (16,), noisy=True)
     model.resample_noise()
     state = model.initial_state(2)
     per_step, hiddens = [], []

@@ -10,6 +10,7 @@ from torch.testing import assert_close
 from a3c.checkpoint import load_checkpoint
 from a3c.config import Config
 from a3c.model import ActorCritic, RunningNorm
+from a3c.policies import NumpyPolicy, TorchPolicy
 from a3c.trainer import train
 
 
@@ -34,21 +35,24 @@ def test_normalised_observations_are_centred_scaled_and_clipped():
 
 
 def test_the_model_sees_normalised_observations_and_saves_the_statistics():
-    model = ActorCritic(3, 2, 8, True, normalize_obs=True)
+    model = ActorCritic(3, 2, (8,), noisy=True, normalize_obs=True)
     model.obs_norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
     assert {"obs_norm.count", "obs_norm.mean", "obs_norm.var"} <= set(model.state_dict())
-    shifted = ActorCritic(3, 2, 8, True, normalize_obs=False)
+    shifted = ActorCritic(3, 2, (8,), noisy=True, normalize_obs=False)
     shifted.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("obs_norm")})
     model.eval(), shifted.eval()
     obs = torch.tensor([[2.0, 5.0, 2.0]])
-    normalised = model.obs_norm(obs)
-    assert_close(model(obs, model.initial_state(1))[0], shifted(normalised, shifted.initial_state(1))[0])
+    with torch.no_grad():
+        expected = shifted(model.obs_norm(obs), shifted.initial_state(1))[0]
+    for policy in (NumpyPolicy(model), TorchPolicy(model)):  # what every policy feeds the network
+        state = policy.begin_rollout(policy.initial_state(1))
+        assert_close(torch.from_numpy(policy.act(obs.numpy(), state, record=False)[0]), expected)
 
 
 @pytest.mark.timeout(120)
 def test_workers_share_and_checkpoint_the_statistics(tmp_path, quiet):
     run_dir = tmp_path / "run"
-    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5, hidden_size=16,
+    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5, hidden_sizes=(16,),
                     max_steps=4000, eval_episodes=0, normalize_obs=True, tensorboard=False, run_dir=str(run_dir))
     summary = train(config, print_fn=quiet)
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]

@@ -1,0 +1,80 @@
+"""A trained network that acts: `load_agent(path)` and `Agent.act(obs, state)`, for the evaluator,
+the `evaluate` command and users' own code."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from .checkpoint import load_checkpoint
+from .config import Config
+from .distributions import distribution
+from .envs import EnvError, EnvSpec, env_spec
+from .model import Network, build_model
+from .policies import make_policy
+
+
+class Agent:
+    """Acts on observation batches with a network's mean weights (no NoisyNet noise).
+
+    `act` gives the actions the env takes: [B] for a Discrete space (offset by its
+    start), [B, *shape] for a Box (the Gaussian mean, squashed into the bounds);
+    observation normalisation is applied as in training. The recurrent state is
+    per row: pass `episode_start` [B] (True where a new episode begins) to reset rows.
+    """
+
+    def __init__(self, model: Network, spec: EnvSpec, learner: str = "auto", config: Optional[Config] = None,
+                 seed: Optional[int] = None):
+        self.model, self.spec, self.config = model.eval(), spec, config
+        self.distribution = distribution(spec)
+        self.policy = make_policy(model, learner)
+        self.rng = np.random.default_rng(seed)
+        self.weights_changed()
+
+    def weights_changed(self) -> None:
+        """Call after the model's weights were replaced in place (the fast path caches derived weights)."""
+        self.policy.begin_rollout(())
+
+    def initial_state(self, batch_size: int) -> Any:
+        return self.policy.initial_state(batch_size)
+
+    @torch.no_grad()
+    def act(self, obs, state: Any = None, deterministic: bool = True,
+            episode_start: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
+        """Actions for a batch `obs` [B, *obs_shape], and the next state. `deterministic`: the greedy
+        action (argmax, or the mean); else a sample of the policy's distribution."""
+        obs = np.asarray(obs, dtype=self.spec.obs_dtype)
+        if obs.shape[1:] != self.spec.obs_shape:
+            raise ValueError(f"obs must be a batch [B, {', '.join(map(str, self.spec.obs_shape))}], "
+                             f"got shape {list(obs.shape)}")
+        if state is None:
+            state = self.initial_state(len(obs))
+        elif episode_start is not None:
+            state = self.policy.restart(state, np.asarray(episode_start, dtype=bool))
+        head, _, state = self.policy.act(obs, state, record=False)
+        actions = (self.distribution.greedy(head) if deterministic
+                   else self.distribution.sample(head, self.policy.log_std, self.rng))
+        return self.spec.env_actions(actions), state
+
+
+def model_from_checkpoint(payload: dict, env_id: Optional[str] = None) -> tuple[Network, Config, EnvSpec]:
+    """The checkpoint's network with its weights, for its own env or another with the same spaces."""
+    config = Config.from_dict(payload["config"])
+    if env_id is not None:
+        config = config.replace(env=env_id)
+    spec = env_spec(config.env)
+    model = build_model(config, spec)
+    try:
+        model.load_state_dict(payload["model"])
+    except RuntimeError:
+        raise EnvError(f"the checkpoint's network does not fit {config.env}'s spaces") from None
+    return model, config, spec
+
+
+def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None) -> Agent:
+    """An Agent from a checkpoint (a run's checkpoints/best.pt or last.pt), for its env or `env_id`."""
+    model, config, spec = model_from_checkpoint(load_checkpoint(path), env_id)
+    return Agent(model, spec, config.learner, config, seed)

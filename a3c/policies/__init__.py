@@ -1,0 +1,27 @@
+"""The policy interface (a3c/policies/base.py) and its two implementations: the numpy fast path for
+the stock network, and autograd for any torch network."""
+
+from __future__ import annotations
+
+from ..model import ActorCritic, Network
+from .base import Policy
+from .numpy_policy import NumpyPolicy
+from .torch_policy import TorchPolicy
+
+LEARNERS = ("auto", "numpy", "torch")
+
+
+def numpy_covers(model: Network) -> bool:
+    return type(model) is ActorCritic
+
+
+def make_policy(model: Network, learner: str = "auto") -> Policy:
+    """`learner`: numpy, torch, or auto (numpy wherever it covers the network)."""
+    if learner == "torch" or (learner == "auto" and not numpy_covers(model)):
+        return TorchPolicy(model)
+    if not numpy_covers(model):
+        raise ValueError(f"the numpy learner runs the stock ActorCritic only, not a {type(model).__name__}")
+    return NumpyPolicy(model)
+
+
+__all__ = ["LEARNERS", "Policy", "NumpyPolicy", "TorchPolicy", "make_policy", "numpy_covers"]

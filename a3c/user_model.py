@@ -1,0 +1,98 @@
+"""A user's own network (--model module:function): imported, checked, and wrapped as a Network.
+
+`function(observation_space, action_space)` returns a torch nn.Module whose
+forward(obs) takes a float batch [B, *obs_shape] and returns (head, value): head
+[B, n] (logits for a Discrete space, the Gaussian mean before the squash into the
+bounds for a Box), value [B]. The trainer adds the observation statistics and the
+Gaussian's log std around it, and trains it with the autograd learner.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import ConfigError
+from .errors import first_line
+from .model import Network, State
+
+
+class UserNetwork(Network):
+    """A feed-forward user module behind the Network interface (its recurrent state is empty)."""
+
+    def __init__(self, net: nn.Module, spec, normalize_obs: bool):
+        super().__init__(spec.obs_shape, spec.num_actions, spec.continuous, normalize_obs)
+        self.net = net
+
+    def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
+        head, value = self.net(inputs.float())
+        return head, value, ()
+
+
+def load_factory(name: str):
+    """The function `name` = 'module:function' points to; the module may sit in the working directory."""
+    module_name, _, function_name = name.partition(":")
+    if not module_name or not function_name:
+        raise ConfigError(f"--model must be module:function, got {name!r}")
+    if os.getcwd() not in sys.path:  # where `python main.py` was run from, as for a script's own imports
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"--model {name}: cannot import {module_name}: {first_line(error)}") from None
+    except Exception as error:  # the user's module failed while it was being imported
+        raise ConfigError(f"--model {name}: importing {module_name} raised {type(error).__name__}: "
+                          f"{first_line(error)}") from None
+    factory = getattr(module, function_name, None)
+    if not callable(factory):
+        raise ConfigError(f"--model {name}: {module_name} has no function {function_name}")
+    return factory
+
+
+def user_network(name: str, spec, normalize_obs: bool) -> UserNetwork:
+    """Build the user's module for an env's spaces and check what it returns, before any training."""
+    factory = load_factory(name)
+    try:
+        net = factory(spec.observation_space, spec.action_space)
+    except Exception as error:
+        raise ConfigError(f"--model {name} raised {type(error).__name__}: {first_line(error)}") from None
+    if not isinstance(net, nn.Module):
+        raise ConfigError(f"--model {name} returned a {type(net).__name__}, not a torch nn.Module")
+    if not any(True for _ in net.parameters()):
+        raise ConfigError(f"--model {name} returned a module without parameters: nothing to train")
+    check_outputs(net, spec, name)
+    return UserNetwork(net, spec, normalize_obs)
+
+
+def check_outputs(net: nn.Module, spec, name: str) -> None:
+    """forward() on two sampled observations must give (head [2, n], value [2]) of floats."""
+    batch = 2
+    obs = torch.from_numpy(np.stack([spec.observation_space.sample() for _ in range(batch)]).astype(np.float32))
+    try:
+        with torch.no_grad():
+            outputs = net(obs)
+    except Exception as error:
+        raise ConfigError(f"--model {name}: forward() on a batch {list(obs.shape)} raised "
+                          f"{type(error).__name__}: {first_line(error)}") from None
+    expected = f"(head [{batch}, {spec.num_actions}], value [{batch}])"
+    if not (isinstance(outputs, (tuple, list)) and len(outputs) == 2
+            and all(isinstance(part, torch.Tensor) for part in outputs)):
+        raise ConfigError(f"--model {name}: forward() must return {expected}, got {describe(outputs)}")
+    head, value = outputs
+    if tuple(head.shape) != (batch, spec.num_actions) or tuple(value.shape) != (batch,) \
+            or not (head.is_floating_point() and value.is_floating_point()):
+        raise ConfigError(f"--model {name}: forward() must return {expected} of floats, "
+                          f"got {describe(outputs)} for an observation batch {list(obs.shape)}")
+
+
+def describe(outputs) -> str:
+    if isinstance(outputs, torch.Tensor):
+        return f"a tensor {list(outputs.shape)}"
+    if isinstance(outputs, (tuple, list)):
+        return "(" + ", ".join(describe(part) for part in outputs) + ")"
+    return f"a {type(outputs).__name__}"
