@@ -17,9 +17,10 @@ from .checkpoint import save_checkpoint
 from .config import Config
 from .envs import EnvError, EnvSpec, env_spec, make_vector_env
 from .flat import flatten_parameters
+from .learner import build_model
 from .model import ActorCritic
 from .policy import distribution
-from .worker import Shared, become_child_process, build_model, parent_is_gone
+from .processes import Shared, become_child_process, parent_is_gone
 
 
 @torch.no_grad()

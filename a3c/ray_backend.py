@@ -26,7 +26,8 @@ import torch
 from .config import Config, ConfigError
 from .optim import make_optimizer
 from .trainer import STOP_GRACE_SECONDS, ProcessPool
-from .worker import ActorLearner, apply_gradient, current_lr, env_seeds, seed_worker_torch
+from .learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
+from .worker import apply_gradient
 
 CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing

@@ -23,11 +23,13 @@ from .counter import StepCounter
 from .envs import EnvSpec, env_spec
 from .evaluator import run_evaluator
 from .flat import flatten_parameters
+from .learner import build_model, current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import ActorCritic
 from .optim import SharedOptimizer, make_optimizer
+from .processes import Shared
 from .turns import Turns
-from .worker import Shared, build_model, current_lr, run_worker
+from .worker import run_worker
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,

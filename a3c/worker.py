@@ -1,176 +1,17 @@
-"""The actor-learner of one worker process: play a rollout, compute the gradient, hand it off."""
+"""The worker process: Hogwild updates of the shared model, one ActorLearner gradient at a time."""
 
 from __future__ import annotations
 
 import math
-import os
-import signal
 import traceback
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import Any, Optional
 
-import numpy as np
 import torch
 
-from .actor import NumpyActor
 from .config import Config
-from .counter import StepCounter
-from .envs import EnvSpec, make_env_batch
-from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
-from .model import ActorCritic, RunningNorm
-from .optim import SharedOptimizer, linear_decay
-from .policy import distribution
-from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
-from .turns import Turns
-
-
-@dataclass
-class RolloutReport:
-    """What one update tells the metrics writer: plain numbers only (DESIGN.md fact 5)."""
-
-    env_steps: int
-    finished_returns: list
-    finished_lengths: list
-    policy_loss: float
-    value_loss: float
-    entropy: float
-    grad_norm: float
-    applied: bool = True  # False where a non-finite gradient was dropped
-
-
-def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
-    """Worker `rank` seeds its first env with seed + rank; the others follow, never colliding."""
-    first = config.seed + rank + incarnation * config.num_processes * config.envs_per_process
-    return [first + k * config.num_processes for k in range(config.envs_per_process)]
-
-
-def build_model(config: Config, spec: EnvSpec) -> ActorCritic:
-    return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
-                       spec.continuous, config.normalize_obs)
-
-
-class ActorLearner:
-    """A local model and K environments; each call plays t_max steps and returns a gradient.
-
-    Knows nothing of processes or shared memory, so any transport can drive it.
-    """
-
-    def __init__(self, config: Config, seeds: list[int], obs_norm: Optional[RunningNorm] = None):
-        """`obs_norm`: the shared model's observation statistics, updated and read in place."""
-        self.config = config
-        self.envs = make_env_batch(config.env, seeds)
-        spec = self.envs.spec
-        self.model = build_model(config, spec)
-        if obs_norm is not None:
-            self.model.obs_norm = obs_norm
-        self.policy = distribution(spec)
-        self.flat_params = flatten_parameters(self.model)
-        self.flat_grad = attach_flat_gradient(self.model)
-        self.actor = NumpyActor(self.model)
-        self.state = tuple(part.numpy() for part in self.model.initial_state(len(self.envs)))
-        self.rng = np.random.default_rng(seeds[0])
-
-    @torch.no_grad()
-    def load_weights(self, flat_weights: torch.Tensor) -> None:
-        self.flat_params.copy_(flat_weights)
-
-    def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
-        """Play t_max steps in every env, then backpropagate the A3C loss once.
-
-        The actor plays in numpy and keeps what each step computed; the backward pass
-        reads that record (the weights and the noise are those the actor used, so the
-        gradient is exactly on-policy). Returns the flat gradient (a buffer this
-        learner reuses on its next call).
-        """
-        config, actor, envs, spec = self.config, self.actor, self.envs, self.envs.spec
-        steps, batch = config.t_max, len(envs)
-        self.model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
-        actor.begin_rollout()
-        state = self.state
-        observations, inputs, start_states, traces = [], [], [], []  # inputs etc.: what the backward pass reads
-        action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
-        actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
-        policy_outs = np.zeros((steps, batch, spec.num_actions), dtype=np.float32)
-        values, rewards, dones, truncated, final_values = (np.zeros((steps, batch), dtype=np.float32)
-                                                           for _ in range(5))
-        valid = np.ones((steps, batch), dtype=bool)
-        restart = np.zeros((steps, batch), dtype=bool)
-        finished_returns, finished_lengths = [], []
-        for t in range(steps):
-            observations.append(envs.obs)
-            inputs.append(actor.normalize(observations[-1]))
-            start_states.append(state)
-            traces.append(actor.step(inputs[-1], state))
-            policy_outs[t], values[t] = actor.heads(traces[-1].hidden)
-            actions[t] = self.policy.sample(policy_outs[t], actor.log_std, self.rng)
-            result = envs.step(actions[t])
-            rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
-                          * config.reward_scale)
-            ended = result.terminated | result.truncated
-            dones[t] = ended
-            valid[t] = result.valid
-            state = (traces[-1].hidden, traces[-1].cell)
-            if result.truncated.any():
-                truncated[t] = result.truncated
-                final_values[t] = self.value_of(result.final_obs, state)
-            restart[t] = ended | ~result.valid  # a new episode starts next step, from a fresh LSTM state
-            if restart[t].any():
-                keep = ~restart[t][:, None]
-                state = (state[0] * keep, state[1] * keep)
-            finished_returns += result.finished_returns
-            finished_lengths += result.finished_lengths
-        bootstrap = self.value_of(envs.obs, state)
-        self.state = state
-        if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
-            self.model.obs_norm.update(torch.from_numpy(np.concatenate(observations)))
-
-        rewards = fold_truncation_bootstrap(rewards, truncated, final_values, config.gamma)
-        advantages = gae_advantages(rewards, values, dones, bootstrap, config.gamma, config.gae_lambda)
-        log_probs, entropies = self.policy.log_prob_entropy(policy_outs, actor.log_std, actions)
-        loss, d_loss = a3c_loss(log_probs, entropies, advantages, config.value_loss_coef, config.entropy_coef,
-                                None if valid.all() else valid)
-        d_policy, d_log_std = self.policy.backward(policy_outs, actor.log_std, actions, d_loss.log_probs,
-                                                   d_loss.entropies)
-        self.flat_grad.zero_()  # the gradient of this rollout only (DESIGN.md fact 1)
-        actor.backward(np.stack(inputs), start_states, traces, ~restart,
-                       np.concatenate([d_policy, d_loss.values[..., None]], axis=-1), d_log_std)
-        grad_norm = clip_norm_(self.flat_grad, config.max_grad_norm)
-        report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,
-                               loss.entropy, grad_norm.item())
-        return self.flat_grad, report
-
-    def value_of(self, obs: np.ndarray, state) -> np.ndarray:
-        """V of the observations `obs` seen from `state` (one more LSTM step)."""
-        return self.actor.heads(self.actor.step(self.actor.normalize(obs), state).hidden)[1]
-
-
-@dataclass
-class Shared:
-    """What every process of a run shares: handed over once, when the process starts."""
-
-    model: ActorCritic  # parameters are views of optimizer.params[0], in shared memory
-    optimizer: SharedOptimizer
-    env_steps: StepCounter
-    stop: Any  # multiprocessing Event
-    turns: Optional[Turns] = None  # None: every worker acts at once
-
-
-def seed_worker_torch(config: Config, rank: int, incarnation: int) -> None:
-    """The noise draws of worker `rank`: its own, and new ones after each restart."""
-    torch.manual_seed(config.seed + rank + incarnation * config.num_processes)
-
-
-def become_child_process() -> None:
-    """Settings every worker and evaluator process needs first."""
-    torch.set_num_threads(1)  # DESIGN.md fact 3: more threads deadlock or crawl
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the trainer decides
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def parent_is_gone(parent_pid: int) -> bool:
-    """An orphan (its trainer was SIGKILLed) must not train on forever."""
-    return os.getppid() != parent_pid
+from .learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
+from .optim import SharedOptimizer
+from .processes import Shared, become_child_process, parent_is_gone
 
 
 def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, grad_norm: float) -> bool:
@@ -209,7 +50,3 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     except Exception:
         messages.send(("error", f"worker {rank}", traceback.format_exc()))
         raise SystemExit(1)
-
-
-def current_lr(config: Config, env_steps: int) -> float:
-    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr

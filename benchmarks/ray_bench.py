@@ -33,7 +33,7 @@ from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
 from a3c.ray_backend import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
 from a3c.trainer import shared_model  # noqa: E402
-from a3c.worker import RolloutReport  # noqa: E402
+from a3c.learner import RolloutReport  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8

@@ -11,7 +11,7 @@ import torch
 from a3c.config import Config
 from a3c.envs import env_spec, make_env
 from a3c.model import ActorCritic
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 from .conftest import run_cli
 

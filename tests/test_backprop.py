@@ -8,13 +8,13 @@ import torch
 from torch.distributions import Categorical as TorchCategorical, Normal
 from torch.testing import assert_close
 
-import a3c.worker
+import a3c.learner
 from a3c.actor import NumpyActor
 from a3c.config import Config
 from a3c.flat import attach_flat_gradient, flatten_parameters
 from a3c.model import ActorCritic
 from a3c.policy import Categorical, Gaussian
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 
 def stepped_with_autograd(model: ActorCritic, inputs: torch.Tensor, state, keep: np.ndarray):
@@ -147,8 +147,8 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, monkeypatch):
                     value_loss_coef=0.3, gae_lambda=0.9)
     learner = ActorLearner(config, list(range(envs)))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
-    loss_spy = Spy(a3c.worker.a3c_loss)
-    monkeypatch.setattr(a3c.worker, "a3c_loss", loss_spy)
+    loss_spy = Spy(a3c.learner.a3c_loss)
+    monkeypatch.setattr(a3c.learner, "a3c_loss", loss_spy)
     backward_spy = Spy(learner.actor.backward)
     monkeypatch.setattr(learner.actor, "backward", backward_spy)
     log_prob_spy = Spy(learner.policy.log_prob_entropy)

@@ -12,7 +12,7 @@ from a3c.config import Config
 from a3c.envs import env_spec
 from a3c.policy import Categorical, Gaussian
 from a3c.trainer import train
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
 

@@ -20,7 +20,7 @@ from a3c.config import Config
 from a3c.optim import SharedOptimizer
 from a3c.flat import attach_flat_gradient, flatten_parameters
 from a3c.policy import sample_categorical as sample_actions
-from a3c.worker import ActorLearner
+from a3c.learner import ActorLearner
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 

@@ -13,7 +13,7 @@ from torch.testing import assert_close
 from a3c.config import Config
 from a3c.model import ActorCritic, NoisyLinear
 from a3c.envs import EnvSpec
-from a3c.worker import build_model
+from a3c.learner import build_model
 
 
 def make_layer(in_features=16, out_features=8, sigma_init=0.017, seed=0) -> NoisyLinear:
