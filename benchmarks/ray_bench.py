@@ -29,11 +29,11 @@ import ray
 from common import REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
 
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its actors directly
+from a3c.backends.ray import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
 from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
-from a3c.ray_backend import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
-from a3c.trainer import shared_model  # noqa: E402
 from a3c.learner import RolloutReport  # noqa: E402
+from a3c.trainer import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8

@@ -7,7 +7,7 @@ guard, and answers with the fresh weights in the same call: one round trip per
 update. The trainer keeps its shared-memory model as a mirror of the server's,
 so the evaluator process, the metrics writer and the checkpoints work unchanged.
 
-Ray is imported lazily and only here: the local backend never loads it.
+Ray is imported only here, and a3c.backends imports this module only for --backend ray.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .config import Config, ConfigError
-from .optim import make_optimizer
-from .trainer import STOP_GRACE_SECONDS, ProcessPool
-from .learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
-from .worker import apply_gradient
+from ..config import Config, ConfigError
+from ..learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
+from ..optim import make_optimizer
+from ..worker import apply_gradient
+from .local import STOP_GRACE_SECONDS, LocalBackend
 
 CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
@@ -73,7 +73,7 @@ def connect(config: Config) -> RayCluster:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a trainer does not phone home
     # py_modules ships this package to every node: the nodes need the same Python packages, not our code
     options = dict(log_to_driver=False, logging_level=logging.WARNING,
-                   runtime_env={"py_modules": [str(Path(__file__).parent)]})
+                   runtime_env={"py_modules": [str(Path(__file__).parent.parent)]})
     if config.ray_address:
         address = reachable_address(ray, config.ray_address)
         try:
@@ -179,16 +179,16 @@ class RolloutWorker:
         return STOPPED
 
 
-class RayPool(ProcessPool):
-    """Worker actors and the parameter server on Ray, behind ProcessPool's interface; the evaluator stays local.
+class RayBackend(LocalBackend):
+    """Worker actors and the parameter server on Ray, behind LocalBackend's interface; the evaluator stays local.
 
     receive() drains the server into the trainer's shared-memory mirror: the
     reports become the same ("update", rank, report) messages local workers
     send, and the weights are copied where the evaluator reads them.
     """
 
-    def __init__(self, cluster: RayCluster, *pool_args):
-        super().__init__(*pool_args)
+    def __init__(self, cluster: RayCluster, *backend_args):
+        super().__init__(*backend_args)
         self.cluster, self.ray = cluster, cluster.ray
         self.server = None
         self.actors: dict[int, Any] = {}  # rank -> actor handle
