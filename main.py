@@ -41,7 +41,7 @@ TRAIN_OPTIONS = [
            "turn (default 0: one per CPU core)", type=int),
     option("--t-max", "rollout length: steps per environment per update", type=int),
     option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
-    option("--seed", "worker i seeds torch and its env with seed + i", type=int),
+    option("--seed", "every seed of the run derives from this one (see Reproducibility in the README)", type=int),
     option("--hidden-size", "width of the encoder and the LSTM", type=int),
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),

@@ -70,6 +70,7 @@ class Config:
             ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
             ("t_max", self.t_max >= 1, ">= 1"),
             ("max_steps", self.max_steps >= 1, ">= 1"),
+            ("seed", self.seed >= 0, ">= 0"),
             ("hidden_size", self.hidden_size >= 1, ">= 1"),
             ("sigma_init", self.sigma_init >= 0, ">= 0"),
             ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),

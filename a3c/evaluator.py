@@ -18,9 +18,11 @@ from .config import Config
 from .envs import EnvError, EnvSpec, env_spec, make_vector_env
 from .flat import flatten_parameters
 from .learner import build_model
+from .messages import Evaluation, Failure
 from .model import ActorCritic
 from .policy import distribution
 from .processes import Shared, become_child_process, parent_is_gone
+from .seeding import evaluation_seed
 
 
 @torch.no_grad()
@@ -90,8 +92,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
                 weights.copy_(shared.optimizer.params[0])
             if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
                 model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
-            seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
-            returns = play_greedy_episodes(model, spec, envs, seed, shared.stop)
+            returns = play_greedy_episodes(model, spec, envs, evaluation_seed(config, round_), shared.stop)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
@@ -101,11 +102,11 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
                 best = mean
                 save_checkpoint(best_path, {"config": config.to_dict(), "model": model.state_dict(),
                                             "env_steps": steps, "eval_return": mean})
-            messages.send(("eval", steps, time.monotonic() - start_time, returns, solved))
+            messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
             if solved:
                 shared.stop.set()
     except Exception:
-        messages.send(("error", "evaluator", traceback.format_exc()))
+        messages.send(Failure("evaluator", traceback.format_exc()))
         raise SystemExit(1)
     finally:
         envs.close()

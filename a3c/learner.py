@@ -16,6 +16,7 @@ from .model import ActorCritic, RunningNorm
 from .optim import linear_decay
 from .policy import distribution
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
+from .seeding import WorkerSeeds
 
 
 @dataclass
@@ -32,12 +33,6 @@ class RolloutReport:
     applied: bool = True  # False where a non-finite gradient was dropped
 
 
-def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
-    """Worker `rank` seeds its first env with seed + rank; the others follow, never colliding."""
-    first = config.seed + rank + incarnation * config.num_processes * config.envs_per_process
-    return [first + k * config.num_processes for k in range(config.envs_per_process)]
-
-
 def build_model(config: Config, spec: EnvSpec) -> ActorCritic:
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_size, config.noise, config.sigma_init,
                        spec.continuous, config.normalize_obs)
@@ -49,10 +44,10 @@ class ActorLearner:
     Knows nothing of processes or shared memory, so any transport can drive it.
     """
 
-    def __init__(self, config: Config, seeds: list[int], obs_norm: Optional[RunningNorm] = None):
+    def __init__(self, config: Config, seeds: WorkerSeeds, obs_norm: Optional[RunningNorm] = None):
         """`obs_norm`: the shared model's observation statistics, updated and read in place."""
         self.config = config
-        self.envs = make_env_batch(config.env, seeds)
+        self.envs = make_env_batch(config.env, seeds.envs, seeds.vector_env)
         spec = self.envs.spec
         self.model = build_model(config, spec)
         if obs_norm is not None:
@@ -62,7 +57,7 @@ class ActorLearner:
         self.flat_grad = attach_flat_gradient(self.model)
         self.actor = NumpyActor(self.model)
         self.state = tuple(part.numpy() for part in self.model.initial_state(len(self.envs)))
-        self.rng = np.random.default_rng(seeds[0])
+        self.rng = np.random.default_rng(seeds.actions)
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -141,7 +136,3 @@ class ActorLearner:
 def current_lr(config: Config, env_steps: int) -> float:
     return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr
 
-
-def seed_worker_torch(config: Config, rank: int, incarnation: int) -> None:
-    """The noise draws of worker `rank`: its own, and new ones after each restart."""
-    torch.manual_seed(config.seed + rank + incarnation * config.num_processes)

@@ -27,6 +27,7 @@ from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import ActorCritic
 from .optim import SharedOptimizer, make_optimizer
 from .processes import Shared
+from .seeding import model_seed
 from .turns import Turns
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
@@ -67,7 +68,7 @@ def prepare_run_dir(path: str) -> Path:
 
 
 def shared_model(config: Config, spec: EnvSpec) -> tuple[ActorCritic, SharedOptimizer]:
-    torch.manual_seed(config.seed)
+    torch.manual_seed(model_seed(config))
     model = build_model(config, spec)
     weights = flatten_parameters(model).share_memory_()
     model.share_memory()  # the noise and normalisation buffers; the parameters are views of `weights`

@@ -9,9 +9,11 @@ from contextlib import nullcontext
 import torch
 
 from .config import Config
-from .learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
+from .learner import ActorLearner, current_lr
+from .messages import Failure, Update
 from .optim import SharedOptimizer
 from .processes import Shared, become_child_process, parent_is_gone
+from .seeding import seed_worker_torch, worker_seeds
 
 
 def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, grad_norm: float) -> bool:
@@ -30,9 +32,10 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     other processes, so a killed worker cannot block the others).
     """
     become_child_process()
-    seed_worker_torch(config, rank, incarnation)
+    seeds = worker_seeds(config, rank, incarnation)
+    seed_worker_torch(seeds)
     try:
-        learner = ActorLearner(config, env_seeds(config, rank, incarnation), shared.model.obs_norm)
+        learner = ActorLearner(config, seeds, shared.model.obs_norm)
         weights = shared.optimizer.params[0]
         turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
@@ -42,11 +45,11 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
                 report.applied = apply_gradient(shared.optimizer, grad,
                                                 current_lr(config, shared.env_steps.total()), report.grad_norm)
             shared.env_steps.add(rank, report.env_steps)
-            messages.send(("update", rank, report))
+            messages.send(Update(rank, report))
             if shared.env_steps.total() >= config.max_steps:
                 shared.stop.set()
         if shared.turns is not None:
             shared.turns.give_back(rank)  # the others may be finishing an update
     except Exception:
-        messages.send(("error", f"worker {rank}", traceback.format_exc()))
+        messages.send(Failure(f"worker {rank}", traceback.format_exc()))
         raise SystemExit(1)

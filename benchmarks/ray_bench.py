@@ -82,14 +82,14 @@ def round_trips_with_rollouts(config: Config, seconds: float) -> dict:
     ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
     began = time.monotonic()
     time.sleep(seconds)
-    reports, _ = ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
+    updates, _ = ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
     elapsed = time.monotonic() - began
     ray.get(server.request_stop.remote(), timeout=CALL_TIMEOUT_SECONDS)
     ray.wait(runs, num_returns=len(runs), timeout=CALL_TIMEOUT_SECONDS)
     for actor in [*workers, server]:
         ray.kill(actor)
-    return {"round_trips_per_second": len(reports) / elapsed,
-            "env_steps_per_second": sum(report.env_steps for _, report in reports) / elapsed}
+    return {"round_trips_per_second": len(updates) / elapsed,
+            "env_steps_per_second": sum(update.report.env_steps for update in updates) / elapsed}
 
 
 def steady_rates(run_dir: Path) -> dict:

@@ -14,6 +14,7 @@ from a3c.config import Config
 from a3c.flat import attach_flat_gradient, flatten_parameters
 from a3c.model import ActorCritic
 from a3c.policy import Categorical, Gaussian
+from a3c.seeding import worker_seeds
 from a3c.learner import ActorLearner
 
 
@@ -145,7 +146,7 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, monkeypatch):
     torch.manual_seed(0)
     config = Config(env=env, envs_per_process=envs, t_max=30, max_grad_norm=1e9, entropy_coef=0.05,
                     value_loss_coef=0.3, gae_lambda=0.9)
-    learner = ActorLearner(config, list(range(envs)))
+    learner = ActorLearner(config, worker_seeds(config, rank=0))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
     loss_spy = Spy(a3c.learner.a3c_loss)
     monkeypatch.setattr(a3c.learner, "a3c_loss", loss_spy)

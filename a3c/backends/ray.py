@@ -24,8 +24,10 @@ import numpy as np
 import torch
 
 from ..config import Config, ConfigError
-from ..learner import ActorLearner, current_lr, env_seeds, seed_worker_torch
+from ..learner import ActorLearner, current_lr
+from ..messages import Update
 from ..optim import make_optimizer
+from ..seeding import seed_worker_torch, worker_seeds
 from ..worker import apply_gradient
 from .local import STOP_GRACE_SECONDS, LocalBackend
 
@@ -128,7 +130,7 @@ class ParameterServer:
         self.optimizer = make_optimizer(config.optimizer, [self.weights], config.lr)
         self.optimizer.load_state_dict(optimizer_state)
         self.env_steps = env_steps
-        self.reports: list = []
+        self.updates: list[Update] = []
         self.stop_requested = False
 
     def pull(self) -> tuple[np.ndarray, bool]:
@@ -140,13 +142,13 @@ class ParameterServer:
         lr = current_lr(self.config, self.env_steps)
         report.applied = apply_gradient(self.optimizer, read_only_tensor(grad), lr, report.grad_norm)
         self.env_steps += report.env_steps
-        self.reports.append((rank, report))
+        self.updates.append(Update(rank, report))
         return self.pull()
 
-    def drain(self) -> tuple[list, np.ndarray]:
-        """The (rank, report) pairs since the last drain, and the current weights."""
-        reports, self.reports = self.reports, []
-        return reports, self.weights.numpy()
+    def drain(self) -> tuple[list[Update], np.ndarray]:
+        """The updates since the last drain, and the current weights."""
+        updates, self.updates = self.updates, []
+        return updates, self.weights.numpy()
 
     def state(self) -> tuple[np.ndarray, dict]:
         return self.weights.numpy(), self.optimizer.state_dict()
@@ -160,9 +162,10 @@ class RolloutWorker:
 
     def __init__(self, config: Config, rank: int, incarnation: int):
         torch.set_num_threads(1)
-        seed_worker_torch(config, rank, incarnation)
+        seeds = worker_seeds(config, rank, incarnation)
+        seed_worker_torch(seeds)
         self.rank = rank
-        self.learner = ActorLearner(config, env_seeds(config, rank, incarnation))
+        self.learner = ActorLearner(config, seeds)
 
     def run(self, server) -> str:
         """Update until the server says stop; returns STOPPED, or SERVER_LOST when the server died."""
@@ -183,7 +186,7 @@ class RayBackend(LocalBackend):
     """Worker actors and the parameter server on Ray, behind LocalBackend's interface; the evaluator stays local.
 
     receive() drains the server into the trainer's shared-memory mirror: the
-    reports become the same ("update", rank, report) messages local workers
+    updates become the same Update messages local workers
     send, and the weights are copied where the evaluator reads them.
     """
 
@@ -235,10 +238,10 @@ class RayBackend(LocalBackend):
         drained = self._call_server("drain")
         if drained is None:
             return
-        reports, weights = drained
-        for rank, report in reports:
-            self.shared.env_steps.add(rank, report.env_steps)
-            handle(("update", rank, report))
+        updates, weights = drained
+        for update in updates:
+            self.shared.env_steps.add(update.rank, update.report.env_steps)
+            handle(update)
         self._mirror(weights)
         if self.shared.env_steps.total() >= self.config.max_steps:
             self.shared.stop.set()
