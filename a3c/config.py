@@ -7,13 +7,24 @@ import os
 from dataclasses import dataclass
 from typing import Union
 
-
-class ConfigError(ValueError):
-    """A setting that cannot work; the message names the CLI option."""
+from .errors import ConfigError
 
 
 def option_name(field_name: str) -> str:
+    """How a Config field is spelt on the command line."""
     return "--" + field_name.replace("_", "-")
+
+
+def field_name(option: str) -> str:
+    """The Config field an option sets ("--noise/--no-noise" sets noise)."""
+    return option.split("/")[0].removeprefix("--").replace("-", "_")
+
+
+def as_option(name: str, value) -> str:
+    """A setting as written on the command line."""
+    if isinstance(value, bool):
+        return option_name(name if value else "no_" + name)
+    return f"{option_name(name)} {value}"
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,7 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
-
-class EnvError(ValueError):
-    """An environment that cannot be made or whose spaces this trainer does not support."""
+from .errors import EnvError, first_line
 
 
 @dataclass(frozen=True)
@@ -57,8 +55,7 @@ def make_env(env_id: str, training: bool = True) -> gym.Env:
     try:
         env = make_atari(env_id, training) if is_atari(env_id) else gym.make(env_id, disable_env_checker=True)
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise EnvError(f"cannot make environment {env_id!r}: {reason}") from None
+        raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
         describe(env)
     except EnvError:

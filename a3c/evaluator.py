@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .actor import NumpyActor
-from .checkpoint import save_checkpoint
+from .checkpoint import checkpoint_payload, save_checkpoint
 from .config import Config
 from .envs import EnvError, EnvSpec, env_spec, make_vector_env
 from .flat import flatten_parameters
@@ -100,8 +100,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             solved = config.target_return is not None and mean >= config.target_return
             if mean > best:
                 best = mean
-                save_checkpoint(best_path, {"config": config.to_dict(), "model": model.state_dict(),
-                                            "env_steps": steps, "eval_return": mean})
+                save_checkpoint(best_path, checkpoint_payload(config, model, steps, eval_return=mean))
             messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
             if solved:
                 shared.stop.set()

@@ -15,12 +15,12 @@ from typing import Any, Optional
 import torch
 import torch.multiprocessing as mp
 
-from . import __version__
 from .backends import connect_backend, make_backend
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .config import Config, ConfigError, config_for_resume
+from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
+from .config import Config, config_for_resume
 from .counter import StepCounter
 from .envs import EnvSpec, env_spec
+from .errors import CheckpointError, ConfigError, first_line
 from .flat import flatten_parameters
 from .learner import build_model, current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
@@ -108,7 +108,7 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
     except (RuntimeError, KeyError, TypeError) as error:
-        raise CheckpointError(f"{file} does not fit this network: {str(error).splitlines()[0]}") from None
+        raise CheckpointError(f"{file} does not fit this network: {first_line(error)}") from None
     ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
@@ -158,11 +158,10 @@ class Interrupts:
         os._exit(128 + signum)
 
 
-def checkpoint_payload(setup: RunSetup, env_steps: int, writer: MetricsWriter) -> dict:
-    return {"config": setup.config.to_dict(),
-            "model": {k: v.clone() for k, v in setup.model.state_dict().items()},  # a snapshot of live weights
-            "optimizer": setup.optimizer.state_dict(), "env_steps": env_steps,
-            "counters": writer.counters(), "a3c_version": __version__}
+def save_last_checkpoint(path: Path, setup: RunSetup, env_steps: int, writer: MetricsWriter) -> None:
+    """What a resumed run needs: the weights, the optimizer state and the counters."""
+    save_checkpoint(path, checkpoint_payload(setup.config, setup.model, env_steps,
+                                             optimizer=setup.optimizer.state_dict(), counters=writer.counters()))
 
 
 def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None) -> dict:
@@ -193,7 +192,7 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
             writer.maybe_print()
             if time.monotonic() >= next_checkpoint:
                 if backend.sync_state():
-                    save_checkpoint(last_pt, checkpoint_payload(setup, shared.env_steps.total(), writer))
+                    save_last_checkpoint(last_pt, setup, shared.env_steps.total(), writer)
                 next_checkpoint = time.monotonic() + config.checkpoint_interval
             if interrupts.received is not None:
                 stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
@@ -214,7 +213,7 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
         stop_reason = "solved"
     env_steps = shared.env_steps.total()
     if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
-        save_checkpoint(last_pt, checkpoint_payload(setup, env_steps, writer))
+        save_last_checkpoint(last_pt, setup, env_steps, writer)
     writer.close()
     summary = writer.summary(config.env, env_steps, config.target_return, stop_reason)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -23,7 +23,8 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from ..config import Config, ConfigError
+from ..config import Config
+from ..errors import ConfigError, first_line
 from ..learner import ActorLearner, current_lr
 from ..messages import Update
 from ..optim import make_optimizer
@@ -111,10 +112,6 @@ def reachable_address(ray, address: str) -> str:
         raise ConfigError(f"--ray-address {address}: no Ray cluster answers at {resolved} "
                           f"({error.strerror or type(error).__name__})") from None
     return resolved
-
-
-def first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 class ParameterServer:
