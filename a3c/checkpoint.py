@@ -8,12 +8,19 @@ from pathlib import Path
 
 import torch
 
+from . import __version__
+from .config import Config
+from .errors import CheckpointError, first_line
+
 FORMAT = "a3c-checkpoint"
 VERSION = 1
 
 
-class CheckpointError(ValueError):
-    """A file that is not a readable checkpoint of this trainer."""
+def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, **extra) -> dict:
+    """A checkpoint's contents: the config, a snapshot of the model's weights (live ones change under a
+    save), the env steps, and `extra` (a resumable one's optimizer state and counters, best.pt's eval return)."""
+    return {"config": config.to_dict(), "model": {k: v.clone() for k, v in model.state_dict().items()},
+            "env_steps": env_steps, "a3c_version": __version__, **extra}
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
@@ -41,8 +48,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {path} does not exist") from None
     except Exception as error:  # torch's restricted unpickler raises many kinds on garbage
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise CheckpointError(f"{path} is not a readable checkpoint: {first_line}") from None
+        raise CheckpointError(f"{path} is not a readable checkpoint: {first_line(error)}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an a3c checkpoint")
     if payload.get("version") != VERSION:

@@ -7,15 +7,9 @@ import os
 from dataclasses import dataclass
 from typing import Union
 
+from .errors import ConfigError
+from .options import option_name
 from .presets import preset_for
-
-
-class ConfigError(ValueError):
-    """A setting that cannot work; the message names the CLI option."""
-
-
-def option_name(field_name: str) -> str:
-    return "--" + field_name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -77,6 +71,7 @@ class Config:
             ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
             ("t_max", self.t_max >= 1, ">= 1"),
             ("max_steps", self.max_steps >= 1, ">= 1"),
+            ("seed", self.seed >= 0, ">= 0"),
             ("hidden_sizes", len(self.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
                                                                   for n in self.hidden_sizes),
              "one or more widths >= 1, like 64,64"),
@@ -121,7 +116,8 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain data, as config.json holds it (a tuple becomes a list)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, values: dict) -> "Config":

@@ -8,9 +8,8 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-
-class EnvError(ValueError):
-    """An environment that cannot be made or whose spaces this trainer does not support."""
+from .errors import EnvError, first_line
+from .presets import is_atari
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,6 @@ class EnvSpec:
         return actions + self.action_start
 
 
-def is_atari(env_id: str) -> bool:
-    return env_id.startswith("ALE/")
-
-
 def make_atari(env_id: str, training: bool) -> gym.Env:
     """The standard preprocessing: noop reset, frame skip 4, 84x84 grayscale, 4 stacked frames;
     a lost life ends the episode in training only (evaluation plays whole games)."""
@@ -59,8 +54,7 @@ def make_env(env_id: str, training: bool = True) -> gym.Env:
     try:
         env = make_atari(env_id, training) if is_atari(env_id) else gym.make(env_id, disable_env_checker=True)
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise EnvError(f"cannot make environment {env_id!r}: {reason}") from None
+        raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
         describe(env)
     except EnvError:
@@ -133,11 +127,12 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[gym.vector.VectorEnv, E
 VECTOR_ENTRY_POINT_MIN_ENVS = 8  # CartPole, us a step: 1 env 19 (loop) / 66 (vector); 8: 72 / 65; 32: 480 / 50
 
 
-def make_env_batch(env_id: str, seeds: list[int]):
-    """K environments for one worker: gymnasium's numpy-vectorised implementation where the
-    env has one and K is large enough for it to pay, else a loop."""
+def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
+    """K = len(seeds) environments for one worker: gymnasium's numpy-vectorised implementation
+    (reset with `vector_seed`) where the env has one and K is large enough for it to pay, else
+    a loop (env k reset with seeds[k])."""
     if len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id):
-        return VectorEnvBatch(env_id, seeds)
+        return VectorEnvBatch(env_id, len(seeds), vector_seed)
     return EnvBatch(env_id, seeds)
 
 
@@ -203,11 +198,10 @@ class VectorEnvBatch:
     LSTM state after it.
     """
 
-    def __init__(self, env_id: str, seeds: list[int]):
+    def __init__(self, env_id: str, size: int, seed: int):
         self.spec = env_spec(env_id)
-        self.env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
-        size = len(seeds)
-        self.obs, _ = self.env.reset(seed=seeds[0])
+        self.env = gym.make_vec(env_id, num_envs=size, vectorization_mode="vector_entry_point")
+        self.obs, _ = self.env.reset(seed=seed)  # one seed: the vector env draws every env's start from one rng
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)
         self._resetting = np.zeros(size, dtype=bool)

@@ -13,11 +13,13 @@ import numpy as np
 import torch
 
 from .agent import Agent
-from .checkpoint import save_checkpoint
+from .checkpoint import checkpoint_payload, save_checkpoint
 from .config import Config
 from .envs import make_vector_env
 from .flat import flatten_parameters
-from .worker import Shared, become_child_process, parent_is_gone
+from .messages import Evaluation, Failure
+from .processes import Shared, become_child_process, parent_is_gone
+from .seeding import evaluation_seed
 
 
 def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None) -> list[float]:
@@ -66,8 +68,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
                 model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
             agent.weights_changed()
-            seed = config.seed + 1_000_000 + round_ * envs.num_envs  # new starts every round
-            returns = play_greedy_episodes(agent, envs, seed, shared.stop)
+            returns = play_greedy_episodes(agent, envs, evaluation_seed(config, round_), shared.stop)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
@@ -75,13 +76,12 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             solved = config.target_return is not None and mean >= config.target_return
             if mean > best:
                 best = mean
-                save_checkpoint(best_path, {"config": config.to_dict(), "model": model.state_dict(),
-                                            "env_steps": steps, "eval_return": mean})
-            messages.send(("eval", steps, time.monotonic() - start_time, returns, solved))
+                save_checkpoint(best_path, checkpoint_payload(config, model, steps, eval_return=mean))
+            messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
             if solved:
                 shared.stop.set()
     except Exception:
-        messages.send(("error", "evaluator", traceback.format_exc()))
+        messages.send(Failure("evaluator", traceback.format_exc()))
         raise SystemExit(1)
     finally:
         envs.close()

@@ -13,8 +13,10 @@ from .distributions import distribution
 from .envs import make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import RunningNorm, build_model
+from .optim import linear_decay
 from .policies import make_policy
 from .returns import a3c_loss, fold_truncation_bootstrap, gae_advantages
+from .seeding import WorkerSeeds
 
 
 @dataclass
@@ -31,22 +33,16 @@ class RolloutReport:
     applied: bool = True  # False where a non-finite gradient was dropped
 
 
-def env_seeds(config: Config, rank: int, incarnation: int = 0) -> list[int]:
-    """Worker `rank` seeds its first env with seed + rank; the others follow, never colliding."""
-    first = config.seed + rank + incarnation * config.num_processes * config.envs_per_process
-    return [first + k * config.num_processes for k in range(config.envs_per_process)]
-
-
 class ActorLearner:
     """A local network and K environments; each call plays t_max steps and returns a gradient.
 
     Knows nothing of processes or shared memory, so any transport can drive it.
     """
 
-    def __init__(self, config: Config, seeds: list[int], obs_norm: Optional[RunningNorm] = None):
+    def __init__(self, config: Config, seeds: WorkerSeeds, obs_norm: Optional[RunningNorm] = None):
         """`obs_norm`: the shared model's observation statistics, updated and read in place."""
         self.config = config
-        self.envs = make_env_batch(config.env, seeds)
+        self.envs = make_env_batch(config.env, seeds.envs, seeds.vector_env)
         spec = self.envs.spec
         self.model = build_model(config, spec)
         if obs_norm is not None:
@@ -56,7 +52,7 @@ class ActorLearner:
         self.flat_grad = attach_flat_gradient(self.model)
         self.policy = make_policy(self.model, config.learner)
         self.state = self.policy.initial_state(len(self.envs))
-        self.rng = np.random.default_rng(seeds[0])
+        self.rng = np.random.default_rng(seeds.actions)
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -117,3 +113,7 @@ class ActorLearner:
         report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,
                                loss.entropy, grad_norm.item())
         return self.flat_grad, report
+
+
+def current_lr(config: Config, env_steps: int) -> float:
+    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr

@@ -18,6 +18,8 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Optional
 
+from .messages import Evaluation, Failure, Update
+
 TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
                  "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second"]
 EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return"]
@@ -131,14 +133,13 @@ class MetricsWriter:
     def elapsed(self, now: Optional[float] = None) -> float:
         return (now if now is not None else time.monotonic()) - self.start_time
 
-    def handle(self, message: tuple) -> None:
-        kind = message[0]
-        if kind == "update":
-            self._on_update(message[2])
-        elif kind == "eval":
-            self._on_eval(*message[1:])
-        elif kind == "error":
-            self.errors.append(f"{message[1]} failed:\n{message[2]}")
+    def handle(self, message: Update | Evaluation | Failure) -> None:
+        if isinstance(message, Update):
+            self._on_update(message.report)
+        elif isinstance(message, Evaluation):
+            self._on_eval(message)
+        elif isinstance(message, Failure):
+            self.errors.append(f"{message.source} failed:\n{message.traceback}")
             self.console.message(self.errors[-1].rstrip(), error=True)
 
     def _on_update(self, report) -> None:
@@ -181,17 +182,18 @@ class MetricsWriter:
             values.clear()
         self._last_row = (self.env_steps, now)
 
-    def _on_eval(self, env_steps: int, wall_seconds: float, returns: list, solved: bool) -> None:
+    def _on_eval(self, evaluation: Evaluation) -> None:
+        returns = evaluation.returns
         mean = statistics.fmean(returns)
-        row = {"env_steps": env_steps, "wall_seconds": wall_seconds, "mean_return": mean,
+        row = {"env_steps": evaluation.env_steps, "wall_seconds": evaluation.wall_seconds, "mean_return": mean,
                "std_return": statistics.pstdev(returns), "min_return": min(returns),
                "max_return": max(returns)}
         self.eval_log.write(row)
         self._tensorboard("eval", row)
         self.last_eval = mean
         self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
-        if solved and self.solved_at is None:
-            self.solved_at = (env_steps, wall_seconds)
+        if evaluation.solved and self.solved_at is None:
+            self.solved_at = (evaluation.env_steps, evaluation.wall_seconds)
 
     def _tensorboard(self, group: str, row: dict) -> None:
         if self.tb_dir is None:

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-
-class PlotError(ValueError):
-    """A run directory or output path that cannot be plotted; the message is one line."""
+from .errors import PlotError
 
 
 @dataclass

@@ -6,6 +6,12 @@ line wins. Each entry's budget and result are in the README.
 
 from __future__ import annotations
 
+from .options import as_option
+
+def is_atari(env_id: str) -> bool:
+    return env_id.startswith("ALE/")
+
+
 PRESETS: dict[str, dict] = {
     "CartPole-v1": {},
     # returns near -100 swamp the policy gradient unless scaled to about -10, as the defaults do
@@ -29,17 +35,9 @@ ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "hi
 
 
 def preset_for(env_id: str) -> dict:
-    if env_id.startswith("ALE/"):
+    if is_atari(env_id):
         return ATARI
     return PRESETS.get(env_id.split(":")[-1], {})
-
-
-def as_option(name: str, value) -> str:
-    """How the setting is written on the command line."""
-    flag = name.replace("_", "-")
-    if isinstance(value, bool):
-        return f"--{flag}" if value else f"--no-{flag}"
-    return f"--{flag} {value}"
 
 
 def format_presets() -> str:

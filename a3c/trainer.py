@@ -9,27 +9,27 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 import torch.multiprocessing as mp
 
-from . import __version__
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .config import Config, ConfigError, config_for_resume
+from .backends import connect_backend, make_backend
+from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
+from .config import Config, config_for_resume
 from .counter import StepCounter
 from .envs import EnvSpec, env_spec
-from .evaluator import run_evaluator
+from .errors import CheckpointError, ConfigError, first_line
 from .flat import flatten_parameters
+from .learner import current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network, build_model
 from .optim import SharedOptimizer, make_optimizer
+from .processes import Shared
+from .seeding import model_seed
 from .turns import Turns
-from .worker import Shared, current_lr, run_worker
 
-STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
               "parameter_server_failed": 1}
 
@@ -44,7 +44,7 @@ class RunSetup:
     optimizer: SharedOptimizer
     env_steps: int = 0
     counters: Optional[dict] = None
-    ray_cluster: Any = None  # a3c.ray_backend.RayCluster with --backend ray
+    ray_cluster: Any = None  # a3c.backends.ray.RayCluster with --backend ray
 
 
 def default_run_dir(env_id: str) -> str:
@@ -68,7 +68,7 @@ def prepare_run_dir(path: str) -> Path:
 
 
 def shared_model(config: Config, spec: EnvSpec) -> tuple[Network, SharedOptimizer]:
-    torch.manual_seed(config.seed)
+    torch.manual_seed(model_seed(config))
     model = build_model(config, spec)
     weights = flatten_parameters(model).share_memory_()
     model.share_memory()  # the noise and normalisation buffers; the parameters are views of `weights`
@@ -108,19 +108,11 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
     except (RuntimeError, KeyError, TypeError) as error:
-        raise CheckpointError(f"{file} does not fit this network: {str(error).splitlines()[0]}") from None
+        raise CheckpointError(f"{file} does not fit this network: {first_line(error)}") from None
     ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
     return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
-
-
-def connect_backend(config: Config):
-    """With --backend ray, connect to Ray before anything is written: a bad address is a usage error."""
-    if config.backend != "ray":
-        return None
-    from .ray_backend import connect  # here only: the local backend never imports Ray
-    return connect(config)
 
 
 def worker_turns(ctx, config: Config) -> Optional[Turns]:
@@ -166,120 +158,10 @@ class Interrupts:
         os._exit(128 + signum)
 
 
-class ProcessPool:
-    """The worker processes and the evaluator, each with its own message pipe."""
-
-    def __init__(self, ctx, config: Config, shared: Shared, run_dir: Path, start_time: float,
-                 best_eval: Optional[float], console: Console):
-        self.ctx, self.config, self.shared, self.console = ctx, config, shared, console
-        self.evaluator_args = (start_time, str(run_dir), best_eval)
-        self.workers: dict[int, mp.Process] = {}
-        self.restarts = {rank: 0 for rank in range(config.num_processes)}
-        self.evaluator: Optional[mp.Process] = None
-        self.pipes: dict = {}  # receiving end -> process name
-
-    def _start(self, name: str, target, *args) -> mp.Process:
-        receiver, sender = self.ctx.Pipe(duplex=False)
-        process = self.ctx.Process(target=target, name=name, daemon=True,
-                                   args=(self.config, self.shared, sender, os.getpid(), *args))
-        process.start()
-        sender.close()  # the child holds it now; EOF on `receiver` then means the child is gone
-        self.pipes[receiver] = name
-        return process
-
-    def start_worker(self, rank: int) -> None:
-        self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, self.restarts[rank])
-
-    def start_evaluator(self) -> None:
-        if self.config.eval_episodes > 0:
-            self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
-
-    def start(self) -> None:
-        for rank in range(self.config.num_processes):
-            self.start_worker(rank)
-        self.start_evaluator()
-
-    def processes(self) -> list[mp.Process]:
-        return list(self.workers.values()) + ([self.evaluator] if self.evaluator else [])
-
-    def receive(self, handle, timeout: float) -> None:
-        """Pass every waiting message to `handle`, waiting up to `timeout` for the first."""
-        for receiver in wait(list(self.pipes), timeout):
-            try:
-                while receiver.poll():
-                    handle(receiver.recv())
-            except (EOFError, OSError):
-                del self.pipes[receiver]
-                receiver.close()
-
-    def check(self) -> Optional[str]:
-        """Restart dead workers while restarts last; say why the run must stop, if it must."""
-        for rank, process in list(self.workers.items()):
-            if process.exitcode in (None, 0):
-                continue
-            cause = (f"killed by signal {-process.exitcode}" if process.exitcode < 0
-                     else f"exit code {process.exitcode}")
-            process.join()
-            if self.shared.turns is not None:
-                self.shared.turns.give_back_for(rank)
-            if self.restart_worker(rank, cause) is not None:
-                return "worker_failed"
-        if self.evaluator_failed():
-            return "evaluator_failed"
-        if all(p.exitcode == 0 for p in self.workers.values()):
-            return "max_steps"
-        return None
-
-    def restart_worker(self, rank: int, cause: str) -> Optional[str]:
-        """Start a dead worker again; "worker_failed" once it has used up its restarts."""
-        if self.restarts[rank] >= self.config.max_worker_restarts:
-            self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
-                                 f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
-            return "worker_failed"
-        self.restarts[rank] += 1
-        self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
-                             f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
-        self.start_worker(rank)
-        return None
-
-    def evaluator_failed(self) -> bool:
-        return self.evaluator is not None and self.evaluator.exitcode not in (None, 0)
-
-    def sync_state(self) -> bool:
-        """Make the shared model and optimizer current for a checkpoint; False if they cannot be vouched for.
-
-        Here the workers step them in shared memory: they always are.
-        """
-        return True
-
-    def stop(self, handle) -> None:
-        """Let every process finish its update, reading their messages so none blocks on a full pipe."""
-        self.shared.stop.set()
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while any(p.is_alive() for p in self.processes()) and time.monotonic() < deadline:
-            self.receive(handle, timeout=0.05)
-        for process in self.processes():
-            if process.is_alive():
-                process.terminate()
-            process.join()
-        self.receive(handle, timeout=0.0)
-
-    def kill(self) -> None:
-        for process in self.processes():
-            if process.pid is not None and process.exitcode is None:
-                os.kill(process.pid, signal.SIGKILL)
-
-
-def make_ray_pool(ray_cluster, *pool_args) -> ProcessPool:
-    from .ray_backend import RayPool
-    return RayPool(ray_cluster, *pool_args)
-
-
-def checkpoint_payload(setup: RunSetup, env_steps: int, writer: MetricsWriter) -> dict:
-    return {"config": setup.config.to_dict(),
-            "model": {k: v.clone() for k, v in setup.model.state_dict().items()},  # a snapshot of live weights
-            "optimizer": setup.optimizer.state_dict(), "env_steps": env_steps,
-            "counters": writer.counters(), "a3c_version": __version__}
+def save_last_checkpoint(path: Path, setup: RunSetup, env_steps: int, writer: MetricsWriter) -> None:
+    """What a resumed run needs: the weights, the optimizer state and the counters."""
+    save_checkpoint(path, checkpoint_payload(setup.config, setup.model, env_steps,
+                                             optimizer=setup.optimizer.state_dict(), counters=writer.counters()))
 
 
 def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None) -> dict:
@@ -297,21 +179,20 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
     writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
                            setup.env_steps, setup.counters)
-    pool_args = (ctx, config, shared, run_dir, start_time, writer.best_eval, console)
-    pool = make_ray_pool(setup.ray_cluster, *pool_args) if setup.ray_cluster else ProcessPool(*pool_args)
+    backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
     last_pt = run_dir / "checkpoints" / "last.pt"
     console.message(f"{'resuming' if resume else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 
-    with Interrupts(pool.kill) as interrupts:
-        pool.start()
+    with Interrupts(backend.kill) as interrupts:
+        backend.start()
         stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
         while stop_reason is None:
-            pool.receive(writer.handle, timeout=0.05)
+            backend.receive(writer.handle, timeout=0.05)
             writer.maybe_print()
             if time.monotonic() >= next_checkpoint:
-                if pool.sync_state():
-                    save_checkpoint(last_pt, checkpoint_payload(setup, shared.env_steps.total(), writer))
+                if backend.sync_state():
+                    save_last_checkpoint(last_pt, setup, shared.env_steps.total(), writer)
                 next_checkpoint = time.monotonic() + config.checkpoint_interval
             if interrupts.received is not None:
                 stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
@@ -322,17 +203,17 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
             elif shared.stop.is_set():
                 stop_reason = "max_steps"
             else:
-                stop_reason = pool.check()
+                stop_reason = backend.check()
         if stop_reason in ("interrupted", "terminated"):
             console.message("stopping: finishing the current updates and writing the checkpoint "
                             "(press Ctrl-C again to quit at once)")
-        pool.stop(writer.handle)
+        backend.stop(writer.handle)
 
     if writer.solved_at is not None:
         stop_reason = "solved"
     env_steps = shared.env_steps.total()
-    if pool.sync_state():  # else last.pt keeps the last state that could be vouched for
-        save_checkpoint(last_pt, checkpoint_payload(setup, env_steps, writer))
+    if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
+        save_last_checkpoint(last_pt, setup, env_steps, writer)
     writer.close()
     summary = writer.summary(config.env, env_steps, config.target_return, stop_reason)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -29,11 +29,11 @@ import ray
 from common import REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
 
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its actors directly
+from a3c.backends.ray import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
 from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
-from a3c.ray_backend import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
-from a3c.trainer import shared_model  # noqa: E402
 from a3c.learner import RolloutReport  # noqa: E402
+from a3c.trainer import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8
@@ -82,14 +82,14 @@ def round_trips_with_rollouts(config: Config, seconds: float) -> dict:
     ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
     began = time.monotonic()
     time.sleep(seconds)
-    reports, _ = ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
+    updates, _ = ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
     elapsed = time.monotonic() - began
     ray.get(server.request_stop.remote(), timeout=CALL_TIMEOUT_SECONDS)
     ray.wait(runs, num_returns=len(runs), timeout=CALL_TIMEOUT_SECONDS)
     for actor in [*workers, server]:
         ray.kill(actor)
-    return {"round_trips_per_second": len(reports) / elapsed,
-            "env_steps_per_second": sum(report.env_steps for _, report in reports) / elapsed}
+    return {"round_trips_per_second": len(updates) / elapsed,
+            "env_steps_per_second": sum(update.report.env_steps for update in updates) / elapsed}
 
 
 def steady_rates(run_dir: Path) -> dict:

@@ -12,6 +12,7 @@ from a3c.config import Config
 from a3c.envs import env_spec, make_env
 from a3c.model import ActorCritic
 from a3c.learner import ActorLearner
+from a3c.seeding import worker_seeds
 
 from .conftest import run_cli
 
@@ -39,7 +40,7 @@ def test_frames_go_through_a_convnet_to_the_lstm():
 def test_one_rollout_and_one_update_on_pong():
     torch.manual_seed(0)
     config = Config(env=PONG, envs_per_process=2, t_max=5, hidden_sizes=(32,), clip_rewards=True)
-    learner = ActorLearner(config, seeds=[0, 1])
+    learner = ActorLearner(config, worker_seeds(config, rank=0))
     before = learner.flat_params.clone()
     grad, report = learner.compute_gradient()
     assert report.env_steps == 10 and torch.isfinite(grad).all() and grad.abs().sum() > 0

@@ -14,6 +14,7 @@ import a3c.learner
 from a3c.config import Config
 from a3c.distributions import Categorical, Gaussian
 from a3c.learner import ActorLearner
+from a3c.seeding import worker_seeds
 
 
 def log_prob_entropy_loss(dist, d_log_probs: torch.Tensor, d_entropies: torch.Tensor, actions: torch.Tensor):
@@ -88,7 +89,7 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
     torch.manual_seed(0)
     config = Config(env=env, envs_per_process=envs, t_max=30, max_grad_norm=1e9, entropy_coef=0.05,
                     value_loss_coef=0.3, gae_lambda=0.9, learner=learner, core=core, hidden_sizes=(16, 16))
-    learner = ActorLearner(config, list(range(envs)))
+    learner = ActorLearner(config, worker_seeds(config, rank=0))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
     spies = {}
     for owner, name in [(a3c.learner, "a3c_loss"), (learner.policy, "backward"), (learner.policy, "act"),

@@ -13,6 +13,7 @@ from a3c.envs import env_spec
 from a3c.distributions import Categorical, Gaussian
 from a3c.trainer import train
 from a3c.learner import ActorLearner
+from a3c.seeding import worker_seeds
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
 
@@ -78,7 +79,8 @@ def test_box_actions_are_clipped_to_the_bounds_for_the_env_only():
 
 def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():
     torch.manual_seed(0)
-    learner = ActorLearner(Config(env="Pendulum-v1", envs_per_process=3, t_max=8, max_grad_norm=1e9), [0, 1, 2])
+    config = Config(env="Pendulum-v1", envs_per_process=3, t_max=8, max_grad_norm=1e9)
+    learner = ActorLearner(config, worker_seeds(config, rank=0))
     grad, report = learner.compute_gradient()
     assert report.env_steps == 24 and torch.isfinite(grad).all()
     assert learner.model.log_std.grad.abs().sum() > 0  # the std is learned

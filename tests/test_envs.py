@@ -96,14 +96,14 @@ def test_random_play_on_the_cue_task_scores_about_one_over_the_number_of_cues():
 
 
 def test_large_cartpole_batches_use_the_vectorised_implementation_and_a_loop_elsewhere():
-    assert isinstance(make_env_batch("CartPole-v1", seeds=list(range(8))), VectorEnvBatch)
-    assert isinstance(make_env_batch("CartPole-v1", seeds=[0]), EnvBatch)  # the loop is faster for few envs
-    assert isinstance(make_env_batch("Acrobot-v1", seeds=list(range(8))), EnvBatch)
-    assert isinstance(make_env_batch(CUE, seeds=[0, 1]), EnvBatch)
+    assert isinstance(make_env_batch("CartPole-v1", list(range(8)), vector_seed=0), VectorEnvBatch)
+    assert isinstance(make_env_batch("CartPole-v1", [0], vector_seed=0), EnvBatch)  # the loop is faster for few envs
+    assert isinstance(make_env_batch("Acrobot-v1", list(range(8)), vector_seed=0), EnvBatch)
+    assert isinstance(make_env_batch(CUE, [0, 1], vector_seed=0), EnvBatch)
 
 
 def test_vector_batch_marks_the_reset_step_after_an_episode_ends_as_not_valid():
-    batch = VectorEnvBatch("CartPole-v1", seeds=[0, 1, 2])
+    batch = VectorEnvBatch("CartPole-v1", size=3, seed=0)
     always_left = np.zeros(3, dtype=np.int64)  # falls over within a few dozen steps
     ended_before = np.zeros(3, dtype=bool)
     finished = []

@@ -21,6 +21,7 @@ from a3c.optim import SharedOptimizer
 from a3c.flat import attach_flat_gradient, flatten_parameters
 from a3c.distributions import sample_categorical as sample_actions
 from a3c.learner import ActorLearner
+from a3c.seeding import worker_seeds
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 
@@ -140,9 +141,14 @@ def cue_config(**changes) -> Config:
     return base.replace(**changes)
 
 
+def cue_learner(**changes) -> ActorLearner:
+    config = cue_config(**changes)
+    return ActorLearner(config, worker_seeds(config, rank=0))
+
+
 def test_actor_learner_gradient_does_not_carry_what_was_in_grad_before():
     torch.manual_seed(0)
-    learner = ActorLearner(cue_config(max_grad_norm=1e9), seeds=[0, 1, 2, 3])  # no clipping
+    learner = cue_learner(max_grad_norm=1e9)  # no clipping
     grad, _ = learner.compute_gradient()
     assert grad.numel() == sum(p.numel() for p in learner.model.parameters())
     for param in learner.model.parameters():  # leftovers a missing zero would add in
@@ -154,7 +160,7 @@ def test_actor_learner_gradient_does_not_carry_what_was_in_grad_before():
 def test_actor_learner_clips_the_gradient_norm():
     torch.manual_seed(0)
     max_norm = 1e-4
-    learner = ActorLearner(cue_config(max_grad_norm=max_norm), seeds=[0, 1, 2, 3])
+    learner = cue_learner(max_grad_norm=max_norm)
     grad, report = learner.compute_gradient()
     assert report.grad_norm > max_norm  # the unclipped norm, so clipping had work to do
     assert torch.linalg.vector_norm(grad).item() == pytest.approx(max_norm, rel=1e-3)
@@ -162,7 +168,7 @@ def test_actor_learner_clips_the_gradient_norm():
 
 def test_actor_learner_report_counts_steps_and_episodes():
     torch.manual_seed(0)
-    learner = ActorLearner(cue_config(), seeds=[0, 1, 2, 3])
+    learner = cue_learner()
     _, report = learner.compute_gradient()
     assert report.env_steps == 5 * 4
     assert len(report.finished_returns) == 5 * 4  # every cue episode lasts one step
@@ -171,7 +177,7 @@ def test_actor_learner_report_counts_steps_and_episodes():
 
 def test_actor_learner_handles_truncated_episodes():
     torch.manual_seed(0)
-    learner = ActorLearner(cue_config(env="tests.cue_env:CueTruncated-v0", t_max=6), seeds=[0, 1, 2, 3])
+    learner = cue_learner(env="tests.cue_env:CueTruncated-v0", t_max=6)
     grad, report = learner.compute_gradient()
     assert report.env_steps == 6 * 4
     assert set(report.finished_lengths) == {2} and len(report.finished_lengths) == 3 * 4

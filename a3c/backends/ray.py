@@ -7,7 +7,7 @@ guard, and answers with the fresh weights in the same call: one round trip per
 update. The trainer keeps its shared-memory model as a mirror of the server's,
 so the evaluator process, the metrics writer and the checkpoints work unchanged.
 
-Ray is imported lazily and only here: the local backend never loads it.
+Ray is imported only here, and a3c.backends imports this module only for --backend ray.
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .config import Config, ConfigError
-from .optim import make_optimizer
-from .trainer import STOP_GRACE_SECONDS, ProcessPool
-from .worker import ActorLearner, apply_gradient, current_lr, env_seeds, seed_worker_torch
+from ..config import Config
+from ..errors import ConfigError, first_line
+from ..learner import ActorLearner, current_lr
+from ..messages import Update
+from ..optim import make_optimizer
+from ..seeding import seed_worker_torch, worker_seeds
+from ..worker import apply_gradient
+from .local import STOP_GRACE_SECONDS, LocalBackend
 
 CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
@@ -72,7 +76,7 @@ def connect(config: Config) -> RayCluster:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a trainer does not phone home
     # py_modules ships this package to every node: the nodes need the same Python packages, not our code
     options = dict(log_to_driver=False, logging_level=logging.WARNING,
-                   runtime_env={"py_modules": [str(Path(__file__).parent)]})
+                   runtime_env={"py_modules": [str(Path(__file__).parent.parent)]})
     if config.ray_address:
         address = reachable_address(ray, config.ray_address)
         try:
@@ -110,10 +114,6 @@ def reachable_address(ray, address: str) -> str:
     return resolved
 
 
-def first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
 class ParameterServer:
     """The shared model and optimizer of a Ray run, in one actor that applies gradients as they arrive.
 
@@ -127,7 +127,7 @@ class ParameterServer:
         self.optimizer = make_optimizer(config.optimizer, [self.weights], config.lr)
         self.optimizer.load_state_dict(optimizer_state)
         self.env_steps = env_steps
-        self.reports: list = []
+        self.updates: list[Update] = []
         self.stop_requested = False
 
     def pull(self) -> tuple[np.ndarray, bool]:
@@ -139,13 +139,13 @@ class ParameterServer:
         lr = current_lr(self.config, self.env_steps)
         report.applied = apply_gradient(self.optimizer, read_only_tensor(grad), lr, report.grad_norm)
         self.env_steps += report.env_steps
-        self.reports.append((rank, report))
+        self.updates.append(Update(rank, report))
         return self.pull()
 
-    def drain(self) -> tuple[list, np.ndarray]:
-        """The (rank, report) pairs since the last drain, and the current weights."""
-        reports, self.reports = self.reports, []
-        return reports, self.weights.numpy()
+    def drain(self) -> tuple[list[Update], np.ndarray]:
+        """The updates since the last drain, and the current weights."""
+        updates, self.updates = self.updates, []
+        return updates, self.weights.numpy()
 
     def state(self) -> tuple[np.ndarray, dict]:
         return self.weights.numpy(), self.optimizer.state_dict()
@@ -159,9 +159,10 @@ class RolloutWorker:
 
     def __init__(self, config: Config, rank: int, incarnation: int):
         torch.set_num_threads(1)
-        seed_worker_torch(config, rank, incarnation)
+        seeds = worker_seeds(config, rank, incarnation)
+        seed_worker_torch(seeds)
         self.rank = rank
-        self.learner = ActorLearner(config, env_seeds(config, rank, incarnation))
+        self.learner = ActorLearner(config, seeds)
 
     def run(self, server) -> str:
         """Update until the server says stop; returns STOPPED, or SERVER_LOST when the server died."""
@@ -178,16 +179,16 @@ class RolloutWorker:
         return STOPPED
 
 
-class RayPool(ProcessPool):
-    """Worker actors and the parameter server on Ray, behind ProcessPool's interface; the evaluator stays local.
+class RayBackend(LocalBackend):
+    """Worker actors and the parameter server on Ray, behind LocalBackend's interface; the evaluator stays local.
 
     receive() drains the server into the trainer's shared-memory mirror: the
-    reports become the same ("update", rank, report) messages local workers
+    updates become the same Update messages local workers
     send, and the weights are copied where the evaluator reads them.
     """
 
-    def __init__(self, cluster: RayCluster, *pool_args):
-        super().__init__(*pool_args)
+    def __init__(self, cluster: RayCluster, *backend_args):
+        super().__init__(*backend_args)
         self.cluster, self.ray = cluster, cluster.ray
         self.server = None
         self.actors: dict[int, Any] = {}  # rank -> actor handle
@@ -234,10 +235,10 @@ class RayPool(ProcessPool):
         drained = self._call_server("drain")
         if drained is None:
             return
-        reports, weights = drained
-        for rank, report in reports:
-            self.shared.env_steps.add(rank, report.env_steps)
-            handle(("update", rank, report))
+        updates, weights = drained
+        for update in updates:
+            self.shared.env_steps.add(update.rank, update.report.env_steps)
+            handle(update)
         self._mirror(weights)
         if self.shared.env_steps.total() >= self.config.max_steps:
             self.shared.stop.set()

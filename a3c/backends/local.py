@@ -1,0 +1,124 @@
+"""The local backend (--backend local): worker processes that update a model in shared memory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Optional
+
+import torch.multiprocessing as mp
+
+from ..config import Config
+from ..evaluator import run_evaluator
+from ..metrics import Console
+from ..processes import Shared
+from ..worker import run_worker
+
+STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
+
+
+class LocalBackend:
+    """The worker processes and the evaluator on this machine, each with its own message pipe."""
+
+    def __init__(self, ctx, config: Config, shared: Shared, run_dir: Path, start_time: float,
+                 best_eval: Optional[float], console: Console):
+        self.ctx, self.config, self.shared, self.console = ctx, config, shared, console
+        self.evaluator_args = (start_time, str(run_dir), best_eval)
+        self.workers: dict[int, mp.Process] = {}
+        self.restarts = {rank: 0 for rank in range(config.num_processes)}
+        self.evaluator: Optional[mp.Process] = None
+        self.pipes: dict = {}  # receiving end -> process name
+
+    def _start(self, name: str, target, *args) -> mp.Process:
+        receiver, sender = self.ctx.Pipe(duplex=False)
+        process = self.ctx.Process(target=target, name=name, daemon=True,
+                                   args=(self.config, self.shared, sender, os.getpid(), *args))
+        process.start()
+        sender.close()  # the child holds it now; EOF on `receiver` then means the child is gone
+        self.pipes[receiver] = name
+        return process
+
+    def start_worker(self, rank: int) -> None:
+        self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, self.restarts[rank])
+
+    def start_evaluator(self) -> None:
+        if self.config.eval_episodes > 0:
+            self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
+
+    def start(self) -> None:
+        for rank in range(self.config.num_processes):
+            self.start_worker(rank)
+        self.start_evaluator()
+
+    def processes(self) -> list[mp.Process]:
+        return list(self.workers.values()) + ([self.evaluator] if self.evaluator else [])
+
+    def receive(self, handle, timeout: float) -> None:
+        """Pass every waiting message to `handle`, waiting up to `timeout` for the first."""
+        for receiver in wait(list(self.pipes), timeout):
+            try:
+                while receiver.poll():
+                    handle(receiver.recv())
+            except (EOFError, OSError):
+                del self.pipes[receiver]
+                receiver.close()
+
+    def check(self) -> Optional[str]:
+        """Restart dead workers while restarts last; say why the run must stop, if it must."""
+        for rank, process in list(self.workers.items()):
+            if process.exitcode in (None, 0):
+                continue
+            cause = (f"killed by signal {-process.exitcode}" if process.exitcode < 0
+                     else f"exit code {process.exitcode}")
+            process.join()
+            if self.shared.turns is not None:
+                self.shared.turns.give_back_for(rank)
+            if self.restart_worker(rank, cause) is not None:
+                return "worker_failed"
+        if self.evaluator_failed():
+            return "evaluator_failed"
+        if all(p.exitcode == 0 for p in self.workers.values()):
+            return "max_steps"
+        return None
+
+    def restart_worker(self, rank: int, cause: str) -> Optional[str]:
+        """Start a dead worker again; "worker_failed" once it has used up its restarts."""
+        if self.restarts[rank] >= self.config.max_worker_restarts:
+            self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
+                                 f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
+            return "worker_failed"
+        self.restarts[rank] += 1
+        self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
+                             f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
+        self.start_worker(rank)
+        return None
+
+    def evaluator_failed(self) -> bool:
+        return self.evaluator is not None and self.evaluator.exitcode not in (None, 0)
+
+    def sync_state(self) -> bool:
+        """Make the shared model and optimizer current for a checkpoint; False if they cannot be vouched for.
+
+        Here the workers step them in shared memory: they always are.
+        """
+        return True
+
+    def stop(self, handle) -> None:
+        """Let every process finish its update, reading their messages so none blocks on a full pipe."""
+        self.shared.stop.set()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while any(p.is_alive() for p in self.processes()) and time.monotonic() < deadline:
+            self.receive(handle, timeout=0.05)
+        for process in self.processes():
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        self.receive(handle, timeout=0.0)
+
+    def kill(self) -> None:
+        for process in self.processes():
+            if process.pid is not None and process.exitcode is None:
+                os.kill(process.pid, signal.SIGKILL)

@@ -1,0 +1,178 @@
+"""Command line: `a3c [OPTIONS]` (or `python main.py [OPTIONS]`) trains; `a3c evaluate` plays a checkpoint."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: more threads per process deadlock or crawl
+
+import sys
+from contextlib import contextmanager
+
+import click
+
+from .config import Config
+from .options import field_name, option_value
+from .errors import USAGE_ERRORS
+
+DEFAULTS = Config()
+
+
+def option(name: str, help: str, **kwargs):
+    """A training option whose default is the Config default of the same name."""
+    field = field_name(name)
+    default = getattr(DEFAULTS, field)
+    default = option_value(default) if isinstance(default, tuple) else default
+    return click.option(name, field, default=default, show_default=True, help=help, **kwargs)
+
+
+class TargetReturn(click.ParamType):
+    name = "FLOAT|auto|none"
+
+    def convert(self, value, param, ctx):
+        if value is None or value in ("auto", "none"):
+            return None if value == "none" else value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number, 'auto' or 'none'", param, ctx)
+
+
+class Widths(click.ParamType):
+    name = "N[,N...]"
+
+    def convert(self, value, param, ctx):
+        try:
+            return tuple(int(width) for width in str(value).split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of integers, like 64,64", param, ctx)
+
+
+TRAIN_OPTIONS = [
+    option("--env", "gymnasium id, also 'module:EnvId'"),
+    option("--num-processes", "worker processes (default: CPU cores)", type=int),
+    option("--envs-per-process", "environments each worker steps together", type=int),
+    option("--active-workers", "at most this many workers act and update at once, the others wait their "
+           "turn (default 0: one per CPU core)", type=int),
+    option("--t-max", "rollout length: steps per environment per update", type=int),
+    option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
+    option("--seed", "every seed of the run derives from this one (see Reproducibility in the README)", type=int),
+    option("--hidden-sizes", "widths of the encoder's layers, comma-separated; the LSTM is as wide as the last",
+           type=Widths()),
+    option("--core", "lstm, or none: a feed-forward network", type=click.Choice(["lstm", "none"])),
+    option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
+    option("--sigma-init", "NoisyNet sigma_0", type=float),
+    option("--model", "module:function returning your own torch network (see README) instead of the stock one"),
+    option("--learner", "numpy: the stock network's fast path; torch: autograd, any network; auto: numpy where "
+           "it covers the network", type=click.Choice(["auto", "numpy", "torch"])),
+    option("--gamma", "discount factor", type=float),
+    option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
+    option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
+    option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
+    option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
+    option("--value-loss-coef", "weight of the value loss", type=float),
+    option("--entropy-coef", "weight of the entropy bonus", type=float),
+    option("--max-grad-norm", "clip the gradient norm of each update", type=float),
+    option("--optimizer", "shared optimizer", type=click.Choice(["adam", "rmsprop"])),
+    option("--lr", "initial learning rate", type=float),
+    option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
+    option("--eval-interval", "seconds between greedy evaluations", type=float),
+    option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
+    option("--target-return", "stop when the eval mean reaches this (auto: the env's reward_threshold)",
+           type=TargetReturn()),
+    option("--log-interval", "env steps between rows of metrics.csv", type=int),
+    option("--print-interval", "seconds between progress lines", type=float),
+    option("--tensorboard/--no-tensorboard", "write TensorBoard event files to RUN_DIR/tb"),
+    option("--checkpoint-interval", "seconds between writes of checkpoints/last.pt", type=float),
+    option("--max-worker-restarts", "restarts of a dead worker before the run stops", type=int),
+    option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
+    option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
+           type=click.Choice(["", "fork", "spawn", "forkserver"])),
+    option("--backend", "local: worker processes sharing memory; ray: Ray actors around a parameter server "
+           "(pip install -r requirements-ray.txt)", type=click.Choice(["local", "ray"])),
+    option("--ray-address", "with --backend ray: 'auto' or HOST:PORT of a running Ray cluster "
+           "(default: start a local Ray instance)"),
+]
+
+
+@contextmanager
+def usage_errors():
+    """Errors a user can fix become click usage errors: one line, exit code 2."""
+    try:
+        yield
+    except USAGE_ERRORS as error:
+        raise click.UsageError(str(error)) from None
+
+
+@click.option("--resume", metavar="RUN_DIR|CHECKPOINT", default=None,
+              help="continue a run from its last checkpoint; options given again override the saved ones")
+@click.pass_context
+def cli(ctx, resume, **settings):
+    """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .trainer import EXIT_CODES, train
+    given = {name: value for name, value in settings.items()
+             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    with usage_errors():
+        config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
+        summary = train(config, resume=resume, overrides=given)
+    exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
+
+
+def exit_now(code: int) -> None:
+    """End a finished run without the interpreter's teardown of torch (about 0.4 s of a short run).
+
+    train() has joined every process and closed every file it wrote; only the
+    console streams may still hold output.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+for decorator in reversed(TRAIN_OPTIONS):
+    cli = decorator(cli)
+cli = click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})(cli)
+
+
+@cli.command()
+@click.option("--checkpoint", required=True, type=click.Path(dir_okay=False), help="a .pt file of a run")
+@click.option("--episodes", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--env", "env_id", default=None, help="play on this env instead of the checkpoint's")
+@click.option("--seed", default=0, show_default=True, type=int)
+def evaluate(checkpoint, episodes, env_id, seed):
+    """Play greedy episodes with a checkpoint's weights; print mean and std of the return."""
+    import statistics
+
+    from .agent import load_agent
+    from .evaluator import evaluate_agent
+    with usage_errors():
+        agent = load_agent(checkpoint, env_id)
+        returns = evaluate_agent(agent, episodes, seed)
+    click.echo(f"{agent.config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
+               f"over {episodes} episodes")
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", default="learning_curves.png", show_default=True, type=click.Path(dir_okay=False),
+              help="image to write (.png, .pdf, .svg)")
+def plot(run_dirs, out):
+    """Draw learning curves (return against env steps and wall time) of one or more runs."""
+    from .plot import plot_runs
+    with usage_errors():
+        path = plot_runs(list(run_dirs), out)
+    click.echo(f"wrote {path}")
+
+
+@cli.command()
+def presets():
+    """Print the per-environment settings applied when training on these envs."""
+    from .presets import format_presets
+    click.echo(format_presets())
+
+
+def main() -> None:
+    """The console script's entry point."""
+    cli()

@@ -1,0 +1,39 @@
+"""What the worker and evaluator processes tell the trainer's metrics writer.
+
+Plain picklable data only, no tensors: a message crosses a pipe or Ray's object
+store, and a tensor would drag shared memory with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .learner import RolloutReport  # a type only: the metrics writer never imports torch
+
+
+@dataclass(frozen=True)
+class Update:
+    """Worker `rank` applied (or dropped) one gradient."""
+
+    rank: int
+    report: RolloutReport
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One round of greedy episodes, at the env-step count it started from."""
+
+    env_steps: int
+    wall_seconds: float
+    returns: list
+    solved: bool  # the mean reached the target return
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A process died of an exception; `source` names it ("worker 3", "evaluator")."""
+
+    source: str
+    traceback: str
