@@ -110,6 +110,7 @@ def test_single_process_optimizer_receives_each_step_gradient():
     assert float(optimizer.steps) == 5
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_hand_off_across_forked_processes_applies_every_gradient_once():
     steps, ranks = 5, [1, 2]

@@ -45,6 +45,7 @@ def test_the_model_sees_normalised_observations_and_saves_the_statistics():
     assert_close(model(obs, model.initial_state(1))[0], shifted(normalised, shifted.initial_state(1))[0])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_workers_share_and_checkpoint_the_statistics(tmp_path, quiet):
     run_dir = tmp_path / "run"
