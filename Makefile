@@ -6,10 +6,11 @@ PY := $(VENV)/bin/python
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 train: venv
@@ -39,7 +40,7 @@ test: atari-venv box2d-venv ray-venv
 bench-venv: $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-bench.txt
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-bench.txt
 	touch $@
 
 bench-throughput: bench-venv
@@ -52,4 +53,4 @@ bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache build *.egg-info

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+pytest.importorskip("ale_py", reason="Atari needs pip install -r requirements-atari.txt")
+
 from a3c.config import Config
 from a3c.envs import env_spec, make_env
 from a3c.model import ActorCritic
@@ -48,6 +50,7 @@ def test_one_rollout_and_one_update_on_pong():
     assert not torch.equal(learner.flat_params, before)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     run_dir = tmp_path / "run"

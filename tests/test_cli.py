@@ -16,6 +16,8 @@ from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
 from .conftest import REPO_ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # every test here runs python main.py in a subprocess
+
 SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
                 "solved_env_steps", "solved_wall_seconds"}
 

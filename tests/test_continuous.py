@@ -88,6 +88,7 @@ def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():
         assert param.grad.abs().sum() > 0, name
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_continuous_task_is_learned(tmp_path, quiet):
     config = Config(env=CONTINUOUS_CUE, num_processes=2, envs_per_process=8, t_max=5, hidden_sizes=(32,),

@@ -1,5 +1,6 @@
 """a3c.flat: parameters and gradients as views of one tensor."""
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 from torch.testing import assert_close
@@ -24,6 +25,7 @@ def write_through(weights):
     weights.fill_(7.0)
 
 
+@pytest.mark.slow
 def test_sharing_the_flat_tensor_shares_every_parameter_with_a_child_process():
     model = ActorCritic(4, 2, (8,), noisy=False)
     weights = flatten_parameters(model).share_memory_()

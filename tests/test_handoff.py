@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -111,6 +112,7 @@ def test_single_process_optimizer_receives_each_step_gradient():
     assert float(optimizer.steps) == 5
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_hand_off_across_forked_processes_applies_every_gradient_once():
     steps, ranks = 5, [1, 2]
@@ -141,20 +143,45 @@ def cue_config(**changes) -> Config:
     return base.replace(**changes)
 
 
+class CueFramesEnv(gym.Env):
+    """The cue task seen as a tiny uint8 frame (brightness = cue), so the model gets the convolutional
+    encoder, whose backward pass is torch's and accumulates into .grad (the numpy passes overwrite)."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 20, 20), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cue = int(self.np_random.integers(3))
+        return np.full((2, 20, 20), 100 * self.cue, np.uint8), {}
+
+    def step(self, action):
+        return self.reset()[0], float(int(action) == self.cue), True, False, {}
+
+
+if "CueFrames-v0" not in gym.registry:
+    gym.register(id="CueFrames-v0", entry_point=CueFramesEnv)
+
+
 def cue_learner(**changes) -> ActorLearner:
     config = cue_config(**changes)
     return ActorLearner(config, worker_seeds(config, rank=0))
 
 
-def test_actor_learner_gradient_does_not_carry_what_was_in_grad_before():
-    torch.manual_seed(0)
-    learner = cue_learner(max_grad_norm=1e9)  # no clipping
-    grad, _ = learner.compute_gradient()
-    assert grad.numel() == sum(p.numel() for p in learner.model.parameters())
-    for param in learner.model.parameters():  # leftovers a missing zero would add in
-        param.grad.fill_(1e6)
-    grad, _ = learner.compute_gradient()
-    assert grad.abs().max().item() < 1e3
+@pytest.mark.parametrize("kind", ["numpy", "torch"])  # the autograd learner accumulates into every .grad
+def test_actor_learner_gradient_does_not_carry_what_was_in_grad_before(kind):
+    def rollout_gradient(garbage: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        torch.manual_seed(0)  # the same weights, envs and noise for both learners
+        learner = cue_learner(env="tests.test_handoff:CueFrames-v0", max_grad_norm=1e9, learner=kind)
+        if garbage:  # leftovers a missing zero would add in
+            learner.flat_grad.fill_(1e6)
+        grad, _ = learner.compute_gradient()
+        convs = [m for m in learner.model.encoder.modules() if isinstance(m, nn.Conv2d)]
+        return grad.clone(), torch.cat([m.weight.grad.reshape(-1) for m in convs])
+
+    clean, conv_grad = rollout_gradient(garbage=False)
+    assert conv_grad.numel() > 0 and conv_grad.abs().sum() > 0  # the accumulating path took part
+    assert_close(rollout_gradient(garbage=True)[0], clean, rtol=0, atol=0)
 
 
 def test_actor_learner_clips_the_gradient_norm():

@@ -13,6 +13,8 @@ from a3c.config import Config
 from a3c.evaluator import evaluate_agent
 from a3c.trainer import train
 
+pytestmark = pytest.mark.slow  # every test here trains with forked workers
+
 CUE = "tests.cue_env:Cue-v0"  # one-step cue task, 3 cues: random play scores 1/3 (tests/test_envs.py)
 MAX_STEPS = 100_000  # a ceiling: the run stops when solved, after a few hundred to ~11,000 steps
 

@@ -49,6 +49,7 @@ def test_the_model_sees_normalised_observations_and_saves_the_statistics():
         assert_close(torch.from_numpy(policy.act(obs.numpy(), state, record=False)[0]), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_workers_share_and_checkpoint_the_statistics(tmp_path, quiet):
     run_dir = tmp_path / "run"

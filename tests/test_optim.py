@@ -122,6 +122,7 @@ def _adam_child(optimizer: SharedAdam, grad_value: float) -> None:
         optimizer.step(grads)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_shared_adam_state_and_step_counter_are_shared_with_forked_workers():
     g, lr = 0.5, 1e-2

@@ -23,7 +23,8 @@ from .conftest import REPO_ROOT, run_cli
 from .test_cli import assert_one_line_usage_error
 from .test_robustness import start_cli, wait_for_metrics_rows
 
-pytest.importorskip("ray")
+pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
+pytestmark = pytest.mark.slow
 
 RAY_ENV = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
 HEAD = ("import sys, ray; context = ray.init(num_cpus=2, include_dashboard=False, logging_level='ERROR'); "

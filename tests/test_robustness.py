@@ -70,6 +70,7 @@ def metrics_rows(run_dir: Path) -> list[dict]:
         return list(csv.DictReader(file))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum):
@@ -111,6 +112,7 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
     assert resumed["counters"]["updates"] > saved["counters"]["updates"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_resume_refuses_another_env(tmp_path):
     run_dir = tmp_path / "run"
@@ -125,6 +127,7 @@ def test_resume_refuses_another_env(tmp_path):
     assert (run_dir / "metrics.csv").read_text() == before
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     run_dir = tmp_path / "run"
@@ -143,6 +146,7 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     assert "worker 0 died (killed by signal 9); restarting" in err
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_worker_that_fails_on_every_start_ends_the_run_cleanly(tmp_path):
     run_dir = tmp_path / "run"
@@ -166,6 +170,7 @@ def test_a_nan_gradient_is_not_applied():
     assert not torch.equal(weights, torch.tensor([1.0, 2.0, 3.0]))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_repeated_nan_losses_stop_the_run_with_the_weights_intact(tmp_path):
     run_dir = tmp_path / "run"
@@ -193,6 +198,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_writer_killed_mid_checkpoint_leaves_a_loadable_checkpoint(tmp_path):
     path = tmp_path / "checkpoints" / "last.pt"

@@ -7,6 +7,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from a3c.config import Config
 from a3c.trainer import worker_turns
 from a3c.turns import TURN_TIMEOUT_SECONDS, Turns
@@ -24,6 +26,7 @@ def hold_a_turn(turns: Turns, rank: int, active_now, most_at_once, lock, seconds
             active_now.value -= 1
 
 
+@pytest.mark.slow
 def test_no_more_than_the_allowed_number_of_workers_hold_a_turn_at_once():
     workers, allowed = 6, 2
     turns = Turns(CTX, allowed, workers)
@@ -46,6 +49,7 @@ def sleep_in_a_turn(turns: Turns, rank: int, started) -> None:
         time.sleep(60)
 
 
+@pytest.mark.slow
 def test_the_turn_of_a_killed_worker_is_given_back_for_it():
     turns = Turns(CTX, 1, 2)
     started = CTX.Event()
