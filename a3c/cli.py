@@ -116,7 +116,7 @@ def cli(ctx, resume, **settings):
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     with usage_errors():
         config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
-        summary = train(config, resume=resume, overrides=given)
+        summary = train(config, resume=resume, overrides=given).summary
     exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from .counter import StepCounter
 from .model import Network
@@ -26,9 +27,20 @@ class Shared:
     turns: Optional[Turns] = None  # None: every worker acts at once
 
 
+def one_thread() -> None:
+    """One compute thread in this process, for torch and for numpy's BLAS (docs/design.md, fact 3).
+
+    Setting OMP_NUM_THREADS=1 before numpy loads does the same for BLAS, but a caller of
+    the Python API may have imported numpy already: with BLAS's own threads, 8 workers
+    on 2 cores ran 3.2x slower (Pendulum, numpy learner).
+    """
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+
+
 def become_child_process() -> None:
     """Settings every worker and evaluator process needs first."""
-    torch.set_num_threads(1)  # DESIGN.md fact 3: more threads deadlock or crawl
+    one_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the trainer decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

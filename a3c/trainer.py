@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,10 @@ def new_run(config: Config) -> RunSetup:
     spec = env_spec(config.env)
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, *shared_model(config, spec), ray_cluster=ray_cluster)
+    return RunSetup(config, run_dir, model, optimizer, ray_cluster=ray_cluster)
 
 
 def checkpoint_path(path: str) -> Path:
@@ -142,6 +144,8 @@ class Interrupts:
         self._previous = {}
 
     def __enter__(self) -> "Interrupts":
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may set handlers; a caller's thread stops the run otherwise
         for signum in (signal.SIGINT, signal.SIGTERM):
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -164,9 +168,28 @@ def save_last_checkpoint(path: Path, setup: RunSetup, env_steps: int, writer: Me
                                              optimizer=setup.optimizer.state_dict(), counters=writer.counters()))
 
 
-def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None) -> dict:
-    """Run one training job to its end (or continue the one at `resume`); returns the summary."""
+@dataclass(frozen=True)
+class TrainResult:
+    summary: dict  # what summary.json holds
+    run_dir: Path
+
+
+def train(config: Config, print_fn=print, resume: Optional[str] = None,
+          overrides: Optional[dict] = None) -> TrainResult:
+    """Run one training job to its end (or continue the one at `resume`).
+
+    Leaves the calling process as it found it: its torch thread count and its
+    signal handlers are restored on the way out.
+    """
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any worker starts (DESIGN.md fact 3)
+    try:
+        return run(config, print_fn, resume, overrides)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict]) -> TrainResult:
     setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
     config, run_dir = setup.config, setup.run_dir
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -219,7 +242,7 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     writer.print_progress()
     console.message(format_summary(summary))
-    return summary
+    return TrainResult(summary, run_dir)
 
 
 def format_summary(summary: dict) -> str:

@@ -30,7 +30,7 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
     config = Config(env=CUE, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS,
                     seed=0, eval_episodes=30, eval_interval=0.1, target_return="auto",
                     run_dir=str(run_dir), print_interval=60.0, start_method=start_method)
-    summary = train(config, print_fn=quiet)
+    summary = train(config, print_fn=quiet).summary
 
     assert summary["target_return"] == 0.95  # "auto": the registered reward_threshold
     assert summary["solved"] is True, summary
@@ -65,7 +65,7 @@ def test_single_process_runs_with_the_same_seed_are_reproducible(tmp_path, quiet
     def run(name: str, seed: int = 1) -> list[dict]:
         config = Config(env="CartPole-v1", num_processes=1, seed=seed, eval_episodes=0, max_steps=6000,
                         log_interval=1000, run_dir=str(tmp_path / name), print_interval=60.0)
-        summary = train(config, print_fn=quiet)
+        summary = train(config, print_fn=quiet).summary
         assert summary["stop_reason"] == "max_steps" and summary["env_steps"] >= 6000
         return metrics_without_timing(tmp_path / name / "metrics.csv")
 
@@ -84,7 +84,7 @@ def test_a_failing_worker_ends_the_run_and_reports_the_error(tmp_path, quiet, ca
     run_dir = tmp_path / "run"
     config = Config(env="tests.cue_env:CueCrash-v0", num_processes=2, max_steps=100_000, eval_episodes=0,
                     run_dir=str(run_dir), print_interval=60.0)
-    summary = train(config, print_fn=quiet)
+    summary = train(config, print_fn=quiet).summary
     assert summary["stop_reason"] == "worker_failed"
     assert summary["env_steps"] == 0 and summary["solved"] is False
     assert "cue env exploded" in capsys.readouterr().err

@@ -28,6 +28,7 @@ from ..errors import ConfigError, first_line
 from ..learner import ActorLearner, current_lr
 from ..messages import Update
 from ..optim import make_optimizer
+from ..processes import one_thread
 from ..seeding import seed_worker_torch, worker_seeds
 from ..worker import apply_gradient
 from .local import STOP_GRACE_SECONDS, LocalBackend
@@ -121,7 +122,7 @@ class ParameterServer:
     """
 
     def __init__(self, config: Config, weights: np.ndarray, optimizer_state: dict, env_steps: int):
-        torch.set_num_threads(1)  # DESIGN.md fact 3
+        one_thread()
         self.config = config
         self.weights = torch.from_numpy(weights.copy())
         self.optimizer = make_optimizer(config.optimizer, [self.weights], config.lr)
@@ -158,7 +159,7 @@ class RolloutWorker:
     """One worker actor: the local worker's ActorLearner, its weights coming from the parameter server."""
 
     def __init__(self, config: Config, rank: int, incarnation: int):
-        torch.set_num_threads(1)
+        one_thread()
         seeds = worker_seeds(config, rank, incarnation)
         seed_worker_torch(seeds)
         self.rank = rank

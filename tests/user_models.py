@@ -1,0 +1,60 @@
+"""Networks a user might pass with --model tests.user_models:NAME, good and broken."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from examples.custom_model import MLPActorCritic
+
+
+def outputs(action_space) -> int:
+    return action_space.n if hasattr(action_space, "n") else int(np.prod(action_space.shape))
+
+
+def mlp(observation_space, action_space) -> nn.Module:
+    return MLPActorCritic(int(np.prod(observation_space.shape)), outputs(action_space), width=16)
+
+
+def raises(observation_space, action_space):
+    raise RuntimeError("no GPU found")
+
+
+def not_a_module(observation_space, action_space):
+    return "a string"
+
+
+def no_parameters(observation_space, action_space):
+    return nn.Identity()
+
+
+class OneOutput(nn.Module):
+    def __init__(self, obs_size: int, num_outputs: int):
+        super().__init__()
+        self.linear = nn.Linear(obs_size, num_outputs)
+
+    def forward(self, obs):
+        return self.linear(obs)
+
+
+def one_output(observation_space, action_space):
+    return OneOutput(int(np.prod(observation_space.shape)), outputs(action_space))
+
+
+class ValueWithExtraDimension(OneOutput):
+    def forward(self, obs):
+        return self.linear(obs), self.linear(obs)[:, :1]  # value [B, 1] instead of [B]
+
+
+def value_with_extra_dimension(observation_space, action_space):
+    return ValueWithExtraDimension(int(np.prod(observation_space.shape)), outputs(action_space))
+
+
+class ForwardRaises(OneOutput):
+    def forward(self, obs):
+        return self.linear(obs.reshape(len(obs), -1, 7)), torch.zeros(len(obs))
+
+
+def forward_raises(observation_space, action_space):
+    return ForwardRaises(int(np.prod(observation_space.shape)), outputs(action_space))
