@@ -21,7 +21,7 @@ from .seeding import WorkerSeeds
 
 @dataclass
 class RolloutReport:
-    """What one update tells the metrics writer: plain numbers only (DESIGN.md fact 5)."""
+    """What one update tells the metrics writer: plain numbers only (docs/design.md, fact 5)."""
 
     env_steps: int
     finished_returns: list
@@ -67,7 +67,7 @@ class ActorLearner:
         """
         config, policy, envs, spec = self.config, self.policy, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
-        self.model.resample_noise()  # fixed for the whole rollout (DESIGN.md fact 6)
+        self.model.resample_noise()  # fixed for the whole rollout (docs/design.md, fact 6)
         state = policy.begin_rollout(self.state)
         observations = []
         action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
@@ -107,7 +107,7 @@ class ActorLearner:
                                 None if valid.all() else valid)
         d_heads, d_log_std = self.distribution.backward(heads, policy.log_std, actions, d_loss.log_probs,
                                                         d_loss.entropies)
-        self.flat_grad.zero_()  # the gradient of this rollout only (DESIGN.md fact 1)
+        self.flat_grad.zero_()  # the gradient of this rollout only (docs/design.md, fact 1)
         policy.backward(d_heads, d_loss.values, d_log_std, restarted)
         grad_norm = clip_norm_(self.flat_grad, config.max_grad_norm)
         report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,

@@ -3,7 +3,7 @@
 Standalone rather than torch.optim subclasses: the first torch.optim optimizer
 imports torch._dynamo (about 0.85 s of start-up), and here the gradient is
 handed to step() explicitly, so no process ever reads a stale `.grad`
-(DESIGN.md fact 1). The updates reproduce torch.optim.Adam / RMSprop op for op.
+(docs/design.md, fact 1). The updates reproduce torch.optim.Adam / RMSprop op for op.
 """
 
 from __future__ import annotations

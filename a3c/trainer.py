@@ -127,7 +127,7 @@ def worker_turns(ctx, config: Config) -> Optional[Turns]:
 
 
 def start_method(config: Config) -> str:
-    # fork starts 8 workers in 0.3 s against about 8 s for spawn (DESIGN.md fact 4).
+    # fork starts 8 workers in 0.3 s against about 8 s for spawn (docs/design.md, fact 4).
     return config.start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
@@ -182,7 +182,7 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None,
     signal handlers are restored on the way out.
     """
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # before any worker starts (DESIGN.md fact 3)
+    torch.set_num_threads(1)  # before any worker starts (docs/design.md, fact 3)
     try:
         return run(config, print_fn, resume, overrides)
     finally:
