@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-solve bench-ray clean
+.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-learners bench-solve bench-ray clean
 
 venv: $(VENV)/.installed
 
@@ -45,6 +45,9 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 
 bench-throughput: bench-venv
 	$(PY) benchmarks/throughput.py
+
+bench-learners: bench-venv
+	$(PY) benchmarks/learners.py
 
 bench-solve: bench-venv
 	$(PY) benchmarks/solve.py

@@ -5,8 +5,9 @@
     agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
 """
 
-from .api import load_agent, train
-from .config import Config
+__version__ = "0.2.0"  # before the imports: modules of the package read it while it loads
 
-__version__ = "0.2.0"
+from .api import load_agent, train  # noqa: E402
+from .config import Config  # noqa: E402
+
 __all__ = ["Config", "load_agent", "train"]

@@ -16,6 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import Config
+from .envs import EnvSpec
+
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
 
 
@@ -79,7 +82,7 @@ def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Seq
                           nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
     with torch.no_grad():
         flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
-    return nn.Sequential(ScaleFrames(), *convs, *mlp(flat_size, hidden_sizes))
+    return nn.Sequential(ScaleFrames(), convs, *mlp(flat_size, hidden_sizes))  # keys as in 0.1 checkpoints
 
 
 class RunningNorm(nn.Module):
@@ -187,7 +190,7 @@ class ActorCritic(Network):
         return (*self.heads(features), state)
 
 
-def build_model(config, spec) -> Network:
+def build_model(config: Config, spec: EnvSpec) -> Network:
     """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model)."""
     if config.model:
         from .user_model import user_network  # imports the user's module: only when asked for

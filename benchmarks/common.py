@@ -24,9 +24,10 @@ CLASSIC_A3C = {"envs_per_process": 1, "t_max": 20}
 GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
 
 
-def trainer_command(run_dir: Path, **options) -> list[str]:
-    """`python main.py --run-dir DIR --opt-name value ...` for keyword options opt_name=value."""
-    command = [PYTHON, str(REPO / "main.py"), "--run-dir", str(run_dir)]
+def trainer_command(run_dir: Path, repo: Path = REPO, **options) -> list[str]:
+    """`python main.py --run-dir DIR --opt-name value ...` for keyword options opt_name=value; `repo`:
+    the checkout whose main.py runs (another one for a side-by-side run of older code)."""
+    command = [PYTHON, str(repo / "main.py"), "--run-dir", str(run_dir)]
     for name, value in options.items():
         command += [f"--{name.replace('_', '-')}", str(value)]
     return command

@@ -22,10 +22,10 @@ from common import CLASSIC_A3C, PYTHON, REPO, environment, print_table, read_sum
 ENV = "CartPole-v1"
 
 
-def ours(seed: int, timeout: float, **options) -> dict:
+def ours(seed: int, timeout: float, repo: Path = REPO, **options) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=ENV, num_processes=8, seed=seed, **options)
+        command = trainer_command(run_dir, repo, env=ENV, num_processes=8, seed=seed, **options)
         wall, _, _ = run_timed(command, timeout)
         summary = read_summary(run_dir) if (run_dir / "summary.json").exists() else {"solved": False}
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary.get("solved_env_steps")}
@@ -45,6 +45,13 @@ CONTENDERS = {
     "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
     "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
 }
+# --networks: the stock network in other shapes, a user's own module, and the autograd learner
+NETWORKS = {
+    "ours, autograd learner": lambda seed, timeout: ours(seed, timeout, learner="torch"),
+    "ours, feed-forward 128,128": lambda seed, timeout: ours(seed, timeout, core="none", hidden_sizes="128,128"),
+    "ours, --model examples.custom_model:mlp": lambda seed, timeout: ours(
+        seed, timeout, model="examples.custom_model:mlp"),
+}
 
 
 def spread(runs: list[dict], key: str) -> dict:
@@ -59,14 +66,14 @@ def show(value, fmt: str) -> str:
 
 
 def plot(results: dict, timeout: float):
-    figure, axes = plt.subplots(figsize=(8, 4.5))
+    figure, axes = plt.subplots(figsize=(11, 4.5))
     names = list(results)
     axes.boxplot([[run["wall_seconds"] for run in runs] for runs in results.values()], showfliers=False)
     for x, runs in enumerate(results.values(), start=1):
         for run in runs:
             axes.plot(x, run["wall_seconds"], "o" if run["solved"] else "x", color="C0" if run["solved"] else "red")
     axes.axhline(timeout, color="grey", linestyle=":", label=f"timeout ({timeout:.0f} s); x = not solved")
-    axes.set_xticks(range(1, len(names) + 1), labels=names, fontsize=8)
+    axes.set_xticks(range(1, len(names) + 1), labels=names, fontsize=7, rotation=15)
     axes.set_ylabel("wall seconds, launch to exit")
     axes.set_title(f"Time to solve {ENV} (greedy mean >= 475 over 10 episodes)")
     axes.legend(fontsize=8)
@@ -78,12 +85,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
+    parser.add_argument("--networks", action="store_true", help="also the other networks: " + ", ".join(NETWORKS))
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also the defaults of another checkout of this project, side by side (e.g. "
+                             "`git worktree add /tmp/base <commit>`)")
     args = parser.parse_args()
     info = environment()
 
-    results = {name: [] for name in CONTENDERS}
+    contenders = {**CONTENDERS, **(NETWORKS if args.networks else {})}
+    if args.baseline:
+        contenders[f"baseline ({args.baseline})"] = lambda seed, timeout: ours(seed, timeout, args.baseline.resolve())
+    results = {name: [] for name in contenders}
     for seed in range(args.seeds):
-        for name, contender in CONTENDERS.items():
+        for name, contender in contenders.items():
             run = {"seed": seed, **contender(seed, args.timeout)}
             results[name].append(run)
             print(f"  seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
@@ -106,7 +120,7 @@ def main() -> None:
         ratios[f"ours / {name}"] = None if None in (ours_median, theirs) else ours_median / theirs
         print(f"median wall seconds, ours / {name}: {show(ratios[f'ours / {name}'], '.2f')}")
 
-    data = {**info, "env": ENV, "seeds": args.seeds, "timeout_seconds": args.timeout,
+    data = {**info, "env": ENV, "seeds": args.seeds, "timeout_seconds": args.timeout, "baseline": str(args.baseline),
             "summary": summary, "ratios_of_median_wall_seconds": ratios, "runs": results}
     save_results("solve", data, plot(results, args.timeout))
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
+from a3c.agent import load_agent
 from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.model import ActorCritic
+
+DATA = Path(__file__).parent / "data"
 
 
 class CreatesAFile:
@@ -125,3 +130,18 @@ def test_missing_file_and_directory_are_refused(tmp_path):
         load_checkpoint(tmp_path / "nope.pt")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path)
+
+
+def test_a_checkpoint_of_version_0_1_loads_and_acts(tmp_path):
+    """Written by a3c 0.1.0 (Pendulum-v1, --hidden-size 16, normalised observations), whose config names
+    one `hidden_size`."""
+    agent = load_agent(DATA / "pendulum-0.1.0-last.pt")
+    assert agent.config.hidden_sizes == (16,) and agent.config.core == "lstm"
+    actions, state = agent.act(np.random.default_rng(0).uniform(-1, 1, (4, 3)))
+    assert actions.shape == (4, 1) and np.all(np.abs(actions) <= 2.0) and state[0].shape == (4, 16)
+
+
+def test_the_convolutional_network_keeps_the_parameter_names_of_version_0_1():
+    names = list(ActorCritic((4, 84, 84), 6, (16,)).state_dict())
+    assert names[:6] == ["encoder.1.0.weight", "encoder.1.0.bias", "encoder.1.2.weight", "encoder.1.2.bias",
+                         "encoder.2.weight", "encoder.2.bias"]
