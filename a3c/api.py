@@ -11,12 +11,22 @@ from typing import Optional
 from .config import Config
 
 
-def train(config: Config, verbose: bool = True, resume: Optional[str] = None):
-    """Train until the run stops (solved, --max-steps, Ctrl-C); returns a TrainResult with the
-    run's `summary` (what summary.json holds) and its `run_dir`. Prints progress unless not `verbose`.
-    Leaves the caller's process as it found it (torch thread count, signal handlers)."""
+def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
+          **changes):
+    """Train until the run stops (solved, max_steps, Ctrl-C); returns a TrainResult with the run's
+    `summary` (what summary.json holds) and its `run_dir`. Prints progress unless not `verbose`.
+
+    A new run: `train(config)`. Continuing one: `train(resume=RUN_DIR_OR_LAST_PT, **changes)`, its
+    saved settings with `changes` on top (as options given again to --resume, e.g. max_steps=...).
+    Leaves the caller's process as it found it (torch thread count, signal handlers).
+    """
+    if (config is None) == (resume is None):
+        raise TypeError("give a Config for a new run, or resume=RUN_DIR for a saved one, not both")
+    if config is not None and changes:
+        raise TypeError(f"changes ({', '.join(changes)}) apply to a resumed run; put them in the Config")
     from .trainer import train as run_training
-    return run_training(config, print_fn=print if verbose else silent, resume=resume)
+    return run_training(config, print_fn=print if verbose else silent,
+                        resume=None if resume is None else str(resume), overrides=changes)
 
 
 def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None):

@@ -124,3 +124,17 @@ def test_a_discrete_agent_gives_env_actions_and_carries_its_recurrent_state(tmp_
     with pytest.raises(ValueError, match=r"batch \[B, 3\]"):
         agent.act(obs[0])  # one observation without its batch axis
     assert state[0].shape == (3, 64) and again.shape == (3,)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_train_resumes_a_run_with_changes_on_top(tmp_path):
+    config = a3c.Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5,
+                        max_steps=1_000, eval_episodes=0, run_dir=str(tmp_path / "run"))
+    first = a3c.train(config, verbose=False)
+    resumed = a3c.train(resume=first.run_dir, max_steps=2_000, verbose=False)
+    assert resumed.run_dir == first.run_dir and 2_000 <= resumed.summary["env_steps"] < 2_100
+    with pytest.raises(TypeError, match="not both"):
+        a3c.train(config, resume=first.run_dir)
+    with pytest.raises(TypeError, match="resumed run"):
+        a3c.train(config, max_steps=5)
