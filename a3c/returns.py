@@ -7,6 +7,7 @@ truncated episode's bootstrap from V(s_final) is folded into its reward first.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -41,6 +42,36 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, b
         advantages[t] = running
         next_value = values[t]
     return advantages
+
+
+def vtrace(log_rhos: np.ndarray, rewards: np.ndarray, dones: np.ndarray, values: np.ndarray,
+           bootstrap: np.ndarray, gamma: float, lam: float, rho_bar: float = 1.0,
+           c_bar: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """V-trace (Espeholt et al. 2018) with a lambda: (value targets v_t, policy advantages A_t).
+
+    log_rhos = log pi(a_t|s_t) - log mu(a_t|s_t) of the acting policy mu; V_T = v_T = bootstrap.
+      rho_t = min(rho_bar, e^log_rho_t), c_t = lam * min(c_bar, e^log_rho_t), g_t = gamma * (1 - done_t)
+      delta_t = rho_t * (r_t + g_t * V_{t+1} - V_t)
+      v_t - V_t = delta_t + g_t * c_t * (v_{t+1} - V_{t+1})
+      A_t = rho_t * (r_t + g_t * ((1 - lam) * V_{t+1} + lam * v_{t+1}) - V_t)
+    On-policy (log_rhos = 0) both v_t - V_t and A_t equal gae_advantages(lam).
+    """
+    # clipped in log space: e^log_rho overflows float32 past 88, min(log_rho, log rho_bar) does not;
+    # math.log keeps the bound a Python float, so float32 stays float32
+    rhos = np.exp(np.minimum(log_rhos, math.log(rho_bar)))
+    traces = lam * np.exp(np.minimum(log_rhos, math.log(c_bar)))
+    discounts = gamma * (1 - dones)
+    next_values = np.concatenate([values[1:], bootstrap[None]])
+    deltas = rhos * (rewards + discounts * next_values - values)
+    corrections = np.empty_like(values)  # v_t - V_t
+    running = np.zeros_like(bootstrap)
+    for t in range(values.shape[0] - 1, -1, -1):
+        running = deltas[t] + discounts[t] * traces[t] * running
+        corrections[t] = running
+    next_corrections = np.concatenate([corrections[1:], np.zeros_like(bootstrap)[None]])
+    # (1 - lam) * V_{t+1} + lam * v_{t+1} = V_{t+1} + lam * (v_{t+1} - V_{t+1})
+    advantages = rhos * (rewards + discounts * (next_values + lam * next_corrections) - values)
+    return values + corrections, advantages
 
 
 class Loss(NamedTuple):
