@@ -42,6 +42,12 @@ class Config:
     # collapsed early to a near-deterministic policy on 3 seeds of 10; with it 15 of 15 solved
     entropy_coef: float = 0.01
     max_grad_norm: float = 5.0
+    # experience replay inside each worker (ACER-style), corrected by V-trace (a3c/returns.py)
+    replay_ratio: float = 0.0  # replayed updates after each on-policy one, on average (Poisson); 0: pure A3C
+    replay_capacity: int = 64  # rollouts each worker keeps
+    replay_priority: float = 0.0  # prioritised replay's alpha; 0: uniform
+    rho_bar: float = 1.0  # V-trace's truncation of the importance weights (IMPALA's default)
+    c_bar: float = 1.0  # and of the traces
     # optimizer
     optimizer: str = "adam"
     lr: float = 5e-3  # CartPole, 8 x 8, 20 seeds: median 4.8 s to solve, against 6.3 s at 3e-3
@@ -86,6 +92,11 @@ class Config:
             ("value_loss_coef", self.value_loss_coef >= 0, ">= 0"),
             ("entropy_coef", self.entropy_coef >= 0, ">= 0"),
             ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+            ("replay_ratio", 0 <= self.replay_ratio <= 64, "in [0, 64]"),
+            ("replay_capacity", self.replay_capacity >= 1, ">= 1"),
+            ("replay_priority", self.replay_priority >= 0, ">= 0"),
+            ("rho_bar", self.rho_bar > 0, "> 0"),
+            ("c_bar", self.c_bar > 0, "> 0"),
             ("optimizer", self.optimizer in ("adam", "rmsprop"), "one of adam, rmsprop"),
             ("lr", self.lr > 0, "> 0"),
             ("eval_interval", self.eval_interval > 0, "> 0"),

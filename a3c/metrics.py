@@ -21,7 +21,14 @@ from typing import Callable, Optional
 from .messages import Evaluation, Failure, Update
 
 TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
-                 "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second"]
+                 "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second",
+                 # what the learner does: its time per rollout and per update, its update rates, and the
+                 # policy lag (shared-model updates between a gradient's weight read and its application)
+                 "replay_updates", "updates_per_second", "replay_updates_per_second", "rollout_ms", "update_ms",
+                 "policy_lag"]
+# read off the wall clock: they differ between two runs that are otherwise the same
+TIMING_COLUMNS = ["wall_seconds", "steps_per_second", "updates_per_second", "replay_updates_per_second",
+                  "rollout_ms", "update_ms"]
 EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return"]
 NONFINITE_IN_A_ROW_LIMIT = 20
 
@@ -34,6 +41,7 @@ class CsvLog:
     """Appends rows, flushed at once; continues an existing file (resume)."""
 
     def __init__(self, path: Path, columns: list[str]):
+        upgrade_header(path, columns)
         self.file = open(path, "a", newline="")
         self.writer = csv.DictWriter(self.file, fieldnames=columns)
         if self.file.tell() == 0:
@@ -45,6 +53,23 @@ class CsvLog:
 
     def close(self) -> None:
         self.file.close()
+
+
+def upgrade_header(path: Path, columns: list[str]) -> None:
+    """A file written by an older version (a resumed run) gets today's columns; its rows leave the new ones empty."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        if reader.fieldnames == columns:
+            return
+        rows = list(reader)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
 
 
 def drop_rows_after(path: Path, env_steps: int) -> None:
@@ -106,13 +131,14 @@ class MetricsWriter:
         counters = counters or {}
         self.env_steps = env_steps
         self.updates = counters.get("updates", 0)
+        self.replay_updates = counters.get("replay_updates", 0)
         self.episodes = counters.get("episodes", 0)
         self.best_eval: Optional[float] = counters.get("best_eval")
         self.nonfinite_updates = counters.get("nonfinite_updates", 0)
         self.nonfinite_in_a_row = 0
         self.recent_returns: deque = deque(maxlen=100)
-        self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value",
-                                                           "entropy", "grad_norm")}
+        self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value", "entropy",
+                                                           "grad_norm", "rollout", "update", "lag", "replayed")}
         self._next_row_at = (env_steps // log_interval + 1) * log_interval
         now = time.monotonic()
         self._last_row = (env_steps, now)
@@ -123,7 +149,7 @@ class MetricsWriter:
 
     def counters(self) -> dict:
         """What a checkpoint keeps so that a resumed run counts on."""
-        return {"updates": self.updates, "episodes": self.episodes, "best_eval": self.best_eval,
+        return {"updates": self.updates, "replay_updates": self.replay_updates, "episodes": self.episodes, "best_eval": self.best_eval,
                 "nonfinite_updates": self.nonfinite_updates, "wall_seconds": self.elapsed()}
 
     @property
@@ -145,6 +171,7 @@ class MetricsWriter:
     def _on_update(self, report) -> None:
         self.env_steps += report.env_steps
         self.updates += 1
+        self.replay_updates += report.replayed
         if report.applied:
             self.nonfinite_in_a_row = 0
         else:
@@ -155,11 +182,16 @@ class MetricsWriter:
         pending = self._pending
         pending["returns"] += report.finished_returns
         pending["lengths"] += report.finished_lengths
+        pending["replayed"].append(report.replayed)
+        pending["update"].append(report.update_seconds * 1000)
+        if not report.replayed:
+            pending["rollout"].append(report.rollout_seconds * 1000)
         if report.applied:
             pending["policy"].append(report.policy_loss)
             pending["value"].append(report.value_loss)
             pending["entropy"].append(report.entropy)
             pending["grad_norm"].append(report.grad_norm)
+            pending["lag"].append(report.policy_lag)
         if self.env_steps >= self._next_row_at:
             self._write_row()
             self._next_row_at = (self.env_steps // self.log_interval + 1) * self.log_interval
@@ -175,6 +207,11 @@ class MetricsWriter:
             "value_loss": mean_or_nan(pending["value"]), "entropy": mean_or_nan(pending["entropy"]),
             "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.lr_at(self.env_steps),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
+            "replay_updates": self.replay_updates,
+            "updates_per_second": pending["replayed"].count(False) / max(now - time0, 1e-9),
+            "replay_updates_per_second": pending["replayed"].count(True) / max(now - time0, 1e-9),
+            "rollout_ms": mean_or_nan(pending["rollout"]), "update_ms": mean_or_nan(pending["update"]),
+            "policy_lag": mean_or_nan(pending["lag"]),
         }
         self.train_log.write(row)
         self._tensorboard("train", row)

@@ -33,12 +33,17 @@ class SharedOptimizer:
         return self
 
     @torch.no_grad()
-    def step(self, grads: Sequence[torch.Tensor], lr: float | None = None) -> None:
-        """Apply one gradient (one tensor per parameter, in parameter order)."""
+    def step(self, grads: Sequence[torch.Tensor], lr: float | None = None) -> int:
+        """Apply one gradient (one tensor per parameter, in parameter order); returns its step number,
+        counted over every process that steps this optimizer."""
         if len(grads) != len(self.params):
             raise ValueError(f"expected {len(self.params)} gradients, got {len(grads)}")
         step = self.steps.add_(1).item()
         self._update(list(grads), self.lr if lr is None else lr, step)
+        return int(step)
+
+    def step_count(self) -> int:
+        return int(self.steps.item())
 
     def _update(self, grads: list[torch.Tensor], lr: float, step: float) -> None:
         raise NotImplementedError

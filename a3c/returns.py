@@ -1,4 +1,4 @@
-"""The math of one update: returns, advantages and the A3C loss with its gradient. Pure numpy.
+"""The math of one update: returns, advantages and the actor-critic loss with its gradient. Pure numpy.
 
 Shapes: [T, B] for T rollout steps of B environments; [B] for bootstrap values.
 `dones[t]` is 1 where the episode ended at step t (terminated or truncated); a
@@ -7,6 +7,7 @@ truncated episode's bootstrap from V(s_final) is folded into its reward first.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -43,6 +44,36 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, b
     return advantages
 
 
+def vtrace(log_rhos: np.ndarray, rewards: np.ndarray, dones: np.ndarray, values: np.ndarray,
+           bootstrap: np.ndarray, gamma: float, lam: float, rho_bar: float = 1.0,
+           c_bar: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """V-trace (Espeholt et al. 2018) with a lambda: (value targets v_t, policy advantages A_t).
+
+    log_rhos = log pi(a_t|s_t) - log mu(a_t|s_t) of the acting policy mu; V_T = v_T = bootstrap.
+      rho_t = min(rho_bar, e^log_rho_t), c_t = lam * min(c_bar, e^log_rho_t), g_t = gamma * (1 - done_t)
+      delta_t = rho_t * (r_t + g_t * V_{t+1} - V_t)
+      v_t - V_t = delta_t + g_t * c_t * (v_{t+1} - V_{t+1})
+      A_t = rho_t * (r_t + g_t * ((1 - lam) * V_{t+1} + lam * v_{t+1}) - V_t)
+    On-policy (log_rhos = 0) both v_t - V_t and A_t equal gae_advantages(lam).
+    """
+    # clipped in log space: e^log_rho overflows float32 past 88, min(log_rho, log rho_bar) does not;
+    # math.log keeps the bound a Python float, so float32 stays float32
+    rhos = np.exp(np.minimum(log_rhos, math.log(rho_bar)))
+    traces = lam * np.exp(np.minimum(log_rhos, math.log(c_bar)))
+    discounts = gamma * (1 - dones)
+    next_values = np.concatenate([values[1:], bootstrap[None]])
+    deltas = rhos * (rewards + discounts * next_values - values)
+    corrections = np.empty_like(values)  # v_t - V_t
+    running = np.zeros_like(bootstrap)
+    for t in range(values.shape[0] - 1, -1, -1):
+        running = deltas[t] + discounts[t] * traces[t] * running
+        corrections[t] = running
+    next_corrections = np.concatenate([corrections[1:], np.zeros_like(bootstrap)[None]])
+    # (1 - lam) * V_{t+1} + lam * v_{t+1} = V_{t+1} + lam * (v_{t+1} - V_{t+1})
+    advantages = rhos * (rewards + discounts * (next_values + lam * next_corrections) - values)
+    return values + corrections, advantages
+
+
 class Loss(NamedTuple):
     total: float
     policy: float
@@ -58,19 +89,39 @@ class LossGradient(NamedTuple):
     values: np.ndarray
 
 
-def a3c_loss(log_probs: np.ndarray, entropies: np.ndarray, advantages: np.ndarray, value_loss_coef: float,
-             entropy_coef: float, mask: Optional[np.ndarray] = None) -> tuple[Loss, LossGradient]:
-    """Policy gradient with advantage + value regression - entropy bonus, averaged over [T, B].
+def loss_weights(shape: tuple, mask: Optional[np.ndarray] = None, is_weights=1.0) -> np.ndarray:
+    """w = is_weights * mask / count(mask): the mean over real transitions, each scaled by its IS weight.
 
-    The value target is advantages + values, a constant, so the value error is the
-    advantage itself. `mask` (1 = a real transition) leaves out the steps that only
-    reset an env.
+    Divided by the count, not by the sum of the IS weights: a rollout's single IS weight
+    (prioritised replay) must scale its loss, and a sum-normalisation would cancel it.
     """
-    weights = np.full(advantages.shape, 1.0 / advantages.size, dtype=np.float32) if mask is None \
-        else (mask / max(mask.sum(), 1)).astype(np.float32)
-    policy = -float((weights * log_probs * advantages).sum())
-    value = 0.5 * float((weights * advantages ** 2).sum())
+    mask = np.ones(shape, dtype=np.float32) if mask is None else mask
+    return (is_weights * mask / max(mask.sum(), 1)).astype(np.float32)
+
+
+def actor_critic_loss(log_probs: np.ndarray, entropies: np.ndarray, policy_advantages: np.ndarray,
+                      value_errors: np.ndarray, value_loss_coef: float, entropy_coef: float,
+                      weights: np.ndarray) -> tuple[Loss, LossGradient]:
+    """sum_w(-log_prob * A) + value_loss_coef * sum_w(0.5 * (v_target - V)^2) - entropy_coef * sum_w(entropy).
+
+    sum_w(x) = sum(weights * x); `weights` [T, B] come from `loss_weights`. A and the
+    value targets are constants, so d/d log-prob = -w * A and, with value_errors =
+    targets - V, d/d V = -value_loss_coef * w * value_errors.
+    """
+    policy = -float((weights * log_probs * policy_advantages).sum())
+    value = 0.5 * float((weights * value_errors ** 2).sum())
     entropy = float((weights * entropies).sum())
     total = policy + value_loss_coef * value - entropy_coef * entropy
-    gradient = LossGradient(-weights * advantages, -entropy_coef * weights, -value_loss_coef * weights * advantages)
+    gradient = LossGradient(-weights * policy_advantages, -entropy_coef * weights,
+                            -value_loss_coef * weights * value_errors)
     return Loss(total, policy, value, entropy), gradient
+
+
+def a3c_loss(log_probs: np.ndarray, entropies: np.ndarray, advantages: np.ndarray, value_loss_coef: float,
+             entropy_coef: float, mask: Optional[np.ndarray] = None) -> tuple[Loss, LossGradient]:
+    """The on-policy loss, averaged over [T, B]: the value target is advantages + values,
+    so the value error is the advantage itself. `mask` (1 = a real transition) leaves
+    out the steps that only reset an env.
+    """
+    return actor_critic_loss(log_probs, entropies, advantages, advantages, value_loss_coef, entropy_coef,
+                             loss_weights(advantages.shape, mask))

@@ -25,6 +25,7 @@ class WorkerSeeds(NamedTuple):
     vector_env: int  # a gymnasium vector env has one rng for the whole batch: it is reset with this one seed
     actions: int  # the action sampler
     torch: int  # the NoisyNet noise draws
+    replay: int  # which stored rollouts are replayed, and how many after each on-policy update
 
 
 def derive(config: Config, *key: int, count: int = 1) -> list[int]:
@@ -39,9 +40,9 @@ def model_seed(config: Config) -> int:
 
 def worker_seeds(config: Config, rank: int, incarnation: int = 0) -> WorkerSeeds:
     """Worker `rank`'s seeds; a restarted worker (incarnation > 0) plays new episodes."""
-    vector_env, actions, torch_seed, *envs = derive(config, WORKER, rank, incarnation,
-                                                     count=3 + config.envs_per_process)
-    return WorkerSeeds(envs, vector_env, actions, torch_seed)
+    vector_env, actions, torch_seed, replay, *envs = derive(config, WORKER, rank, incarnation,
+                                                             count=4 + config.envs_per_process)
+    return WorkerSeeds(envs, vector_env, actions, torch_seed, replay)
 
 
 def seed_worker_torch(seeds: WorkerSeeds) -> None:

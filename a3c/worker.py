@@ -9,19 +9,31 @@ from contextlib import nullcontext
 import torch
 
 from .config import Config
-from .learner import ActorLearner, current_lr
+from .learner import ActorLearner, RolloutReport, current_lr
 from .messages import Failure, Update
 from .optim import SharedOptimizer
 from .processes import Shared, become_child_process, parent_is_gone
 from .seeding import seed_worker_torch, worker_seeds
 
 
-def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, grad_norm: float) -> bool:
-    """Step the shared optimizer unless the gradient is NaN or infinite, which would poison the weights."""
-    if not math.isfinite(grad_norm):
-        return False
-    optimizer.step([grad], lr=lr)
-    return True
+def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, report: RolloutReport,
+                   read_at: int) -> None:
+    """Step the shared optimizer unless the gradient is NaN or infinite, which would poison the weights;
+    record in `report` whether it was applied and its policy lag: the updates that other workers
+    applied since this one read the weights at step `read_at`."""
+    report.applied = math.isfinite(report.grad_norm)
+    if report.applied:
+        report.policy_lag = optimizer.step([grad], lr=lr) - 1 - read_at
+
+
+def update(learner: ActorLearner, shared: Shared, replay: bool) -> RolloutReport:
+    """One Hogwild update: read the shared weights, compute a gradient (new rollout or replayed), apply it."""
+    config, optimizer = learner.config, shared.optimizer
+    learner.load_weights(optimizer.params[0])
+    read_at = optimizer.step_count()
+    grad, report = learner.replay_gradient() if replay else learner.compute_gradient()
+    apply_gradient(optimizer, grad, current_lr(config, shared.env_steps.total()), report, read_at)
+    return report
 
 
 def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: int, incarnation: int) -> None:
@@ -36,16 +48,14 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     seed_worker_torch(seeds)
     try:
         learner = ActorLearner(config, seeds, shared.model.obs_norm)
-        weights = shared.optimizer.params[0]
         turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
             with turn(rank):
-                learner.load_weights(weights)
-                grad, report = learner.compute_gradient()
-                report.applied = apply_gradient(shared.optimizer, grad,
-                                                current_lr(config, shared.env_steps.total()), report.grad_norm)
-            shared.env_steps.add(rank, report.env_steps)
-            messages.send(Update(rank, report))
+                reports = [update(learner, shared, replay=False)]
+                reports += [update(learner, shared, replay=True) for _ in range(learner.replays_due())]
+            for report in reports:
+                shared.env_steps.add(rank, report.env_steps)
+                messages.send(Update(rank, report))
             if shared.env_steps.total() >= config.max_steps:
                 shared.stop.set()
         if shared.turns is not None:

@@ -46,11 +46,13 @@ class Pusher:
     def __init__(self, size: int):
         self.grad = np.full(size, 1e-3, dtype=np.float32)
 
-    def push_for(self, server, seconds: float) -> int:
+    def push_for(self, server, rank: int, seconds: float) -> int:
+        """Push the same gradient in a loop for `seconds`; returns the round trips made."""
         report = RolloutReport(0, [], [], 0.0, 0.0, 0.0, 1.0)  # no env steps: the lr never decays
+        ray.get(server.pull.remote(rank), timeout=CALL_TIMEOUT_SECONDS)
         count, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
-            ray.get(server.push.remote(0, self.grad, report), timeout=CALL_TIMEOUT_SECONDS)
+            ray.get(server.push.remote(rank, self.grad, report), timeout=CALL_TIMEOUT_SECONDS)
             count += 1
         return count
 
@@ -63,9 +65,10 @@ def new_server(config: Config):
 
 def round_trips_without_rollouts(config: Config, pushers: int, seconds: float) -> float:
     server = new_server(config)
-    size = len(ray.get(server.pull.remote(), timeout=CALL_TIMEOUT_SECONDS)[0])
+    size = len(ray.get(server.pull.remote(0), timeout=CALL_TIMEOUT_SECONDS)[0])
     actors = [ray.remote(num_cpus=1)(Pusher).remote(size) for _ in range(pushers)]
-    counts = ray.get([actor.push_for.remote(server, seconds) for actor in actors], timeout=seconds + 60)
+    counts = ray.get([actor.push_for.remote(server, rank, seconds) for rank, actor in enumerate(actors)],
+                     timeout=seconds + 60)
     for actor in [*actors, server]:
         ray.kill(actor)
     return sum(counts) / seconds

@@ -11,6 +11,7 @@ import pytest
 from a3c.agent import load_agent
 from a3c.config import Config
 from a3c.evaluator import evaluate_agent
+from a3c.metrics import TIMING_COLUMNS
 from a3c.trainer import train
 
 pytestmark = pytest.mark.slow  # every test here trains with forked workers
@@ -55,9 +56,7 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
 def metrics_without_timing(path) -> list[dict]:
     with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
-    for row in rows:
-        del row["wall_seconds"], row["steps_per_second"]
-    return rows
+    return [{name: value for name, value in row.items() if name not in TIMING_COLUMNS} for row in rows]
 
 
 @pytest.mark.timeout(150)

@@ -1,11 +1,13 @@
-"""n-step returns, GAE and the A3C loss (a3c.returns) against hand-computed numbers."""
+"""n-step returns, GAE and the actor-critic loss (a3c.returns) against hand-computed numbers and autograd."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from a3c.returns import a3c_loss, discounted_returns, fold_truncation_bootstrap, gae_advantages
+from a3c.returns import (a3c_loss, actor_critic_loss, discounted_returns, fold_truncation_bootstrap,
+                         gae_advantages, loss_weights)
 
 
 def tensor(values) -> np.ndarray:
@@ -151,3 +153,38 @@ def test_a3c_loss_mask_leaves_out_the_reset_steps():
     for ours, theirs in zip(masked_gradient, gradient):
         assert_close(ours[kept], theirs)
         assert ours[1] == 0
+
+
+def test_loss_weights_average_over_real_transitions_and_scale_by_the_is_weight():
+    mask = col(1, 0, 1, 1)
+    assert_close(loss_weights(mask.shape, mask), col(1 / 3, 0, 1 / 3, 1 / 3))
+    assert_close(loss_weights((2, 2)), np.full((2, 2), 0.25))
+    # one IS weight per rollout scales the whole loss: a sum-normalisation would cancel it
+    assert_close(loss_weights(mask.shape, mask, is_weights=0.5), col(1 / 6, 0, 1 / 6, 1 / 6))
+    per_step = col(0.5, 9.0, 1.0, 0.25)
+    assert_close(loss_weights(mask.shape, mask, per_step), col(0.5 / 3, 0, 1 / 3, 0.25 / 3))
+    assert loss_weights(mask.shape, mask, per_step).dtype == np.float32
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_actor_critic_loss_and_gradient_equal_autograd(seed):
+    """Policy advantages and value errors differ (off-policy targets); weights are arbitrary."""
+    rng = np.random.default_rng(seed)
+    steps, batch, value_loss_coef, entropy_coef = 5, 3, 0.3, 0.05
+    log_probs, entropies, values, targets, advantages = rng.standard_normal((5, steps, batch), dtype=np.float32)
+    mask = rng.random((steps, batch)) < 0.8
+    weights = loss_weights(mask.shape, mask, rng.random((steps, batch)).astype(np.float32))
+    loss, gradient = actor_critic_loss(log_probs, entropies, advantages, targets - values, value_loss_coef,
+                                       entropy_coef, weights)
+
+    log_probs_t, entropies_t, values_t = (torch.from_numpy(x).requires_grad_() for x in (log_probs, entropies, values))
+    weights_t, targets_t, advantages_t = (torch.from_numpy(x) for x in (weights, targets, advantages))
+    policy = -(weights_t * log_probs_t * advantages_t).sum()
+    value = 0.5 * (weights_t * (targets_t - values_t) ** 2).sum()
+    entropy = (weights_t * entropies_t).sum()
+    total = policy + value_loss_coef * value - entropy_coef * entropy
+    total.backward()
+    assert loss == pytest.approx((total.item(), policy.item(), value.item(), entropy.item()), rel=1e-5)
+    for ours, theirs in zip(gradient, (log_probs_t.grad, entropies_t.grad, values_t.grad)):
+        assert_close(ours, theirs.numpy())
+    assert (gradient.values[~mask] == 0).all() and (gradient.log_probs[~mask] == 0).all()

@@ -17,6 +17,7 @@ import torch
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.optim import SharedAdam
+from a3c.learner import RolloutReport
 from a3c.worker import apply_gradient
 
 from .conftest import REPO_ROOT, run_cli
@@ -162,12 +163,27 @@ def test_a_worker_that_fails_on_every_start_ends_the_run_cleanly(tmp_path):
 def test_a_nan_gradient_is_not_applied():
     weights = torch.tensor([1.0, 2.0, 3.0])
     optimizer = SharedAdam([weights], lr=0.1)
-    assert not apply_gradient(optimizer, torch.tensor([0.5, float("nan"), 0.5]), 0.1, float("nan"))
-    assert not apply_gradient(optimizer, torch.tensor([0.5, float("inf"), 0.5]), 0.1, float("inf"))
+    for bad in (float("nan"), float("inf")):
+        report = RolloutReport(10, [], [], 0.0, 0.0, 0.0, grad_norm=bad)
+        apply_gradient(optimizer, torch.tensor([0.5, bad, 0.5]), 0.1, report, read_at=0)
+        assert not report.applied
     assert torch.equal(weights, torch.tensor([1.0, 2.0, 3.0]))
     assert float(optimizer.steps) == 0 and not optimizer.state["exp_avg"][0].any()
-    assert apply_gradient(optimizer, torch.tensor([0.5, 0.5, 0.5]), 0.1, 0.87)
+    report = RolloutReport(10, [], [], 0.0, 0.0, 0.0, grad_norm=0.87)
+    apply_gradient(optimizer, torch.tensor([0.5, 0.5, 0.5]), 0.1, report, read_at=0)
+    assert report.applied and report.policy_lag == 0
     assert not torch.equal(weights, torch.tensor([1.0, 2.0, 3.0]))
+
+
+def test_the_policy_lag_counts_the_updates_applied_since_the_weights_were_read():
+    weights = torch.tensor([1.0, 2.0, 3.0])
+    optimizer = SharedAdam([weights], lr=0.1)
+    read_at = optimizer.step_count()
+    for _ in range(3):  # other workers' updates, between this one's read and its own
+        optimizer.step([torch.ones(3)])
+    report = RolloutReport(10, [], [], 0.0, 0.0, 0.0, grad_norm=1.0)
+    apply_gradient(optimizer, torch.ones(3), 0.1, report, read_at)
+    assert report.policy_lag == 3 and optimizer.step_count() == 4
 
 
 @pytest.mark.slow

@@ -130,18 +130,20 @@ class ParameterServer:
         self.env_steps = env_steps
         self.updates: list[Update] = []
         self.stop_requested = False
+        self.read_at: dict[int, int] = {}  # rank -> the optimizer step of the weights it was last sent
 
-    def pull(self) -> tuple[np.ndarray, bool]:
+    def pull(self, rank: int) -> tuple[np.ndarray, bool]:
         """The current weights and whether the workers should stop."""
+        self.read_at[rank] = self.optimizer.step_count()
         return self.weights.numpy(), self.stop_requested or self.env_steps >= self.config.max_steps
 
     def push(self, rank: int, grad: np.ndarray, report) -> tuple[np.ndarray, bool]:
         """Apply one worker's gradient, as the local worker does; answer as pull() does."""
         lr = current_lr(self.config, self.env_steps)
-        report.applied = apply_gradient(self.optimizer, read_only_tensor(grad), lr, report.grad_norm)
+        apply_gradient(self.optimizer, read_only_tensor(grad), lr, report, self.read_at[rank])
         self.env_steps += report.env_steps
         self.updates.append(Update(rank, report))
-        return self.pull()
+        return self.pull(rank)
 
     def drain(self) -> tuple[list[Update], np.ndarray]:
         """The updates since the last drain, and the current weights."""
@@ -169,10 +171,12 @@ class RolloutWorker:
         """Update until the server says stop; returns STOPPED, or SERVER_LOST when the server died."""
         ray = import_ray()
         try:
-            weights, stop = ray.get(server.pull.remote(), timeout=CALL_TIMEOUT_SECONDS)
+            weights, stop = ray.get(server.pull.remote(self.rank), timeout=CALL_TIMEOUT_SECONDS)
+            replays = 0  # replayed updates due before the next new rollout
             while not stop:
                 self.learner.load_weights(read_only_tensor(weights))
-                grad, report = self.learner.compute_gradient()
+                grad, report = self.learner.replay_gradient() if replays else self.learner.compute_gradient()
+                replays = replays - 1 if replays else self.learner.replays_due()
                 weights, stop = ray.get(server.push.remote(self.rank, grad.numpy(), report),
                                         timeout=CALL_TIMEOUT_SECONDS)
         except ray.exceptions.RayActorError:

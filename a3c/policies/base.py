@@ -41,6 +41,13 @@ class Policy:
     def initial_state(self, batch_size: int) -> Any:
         raise NotImplementedError
 
+    def state_to_numpy(self, state: Any) -> tuple[np.ndarray, ...]:
+        """A copy of the state as numpy arrays, to store (a replayed rollout starts from it)."""
+        raise NotImplementedError
+
+    def state_from_numpy(self, arrays: tuple[np.ndarray, ...]) -> Any:
+        raise NotImplementedError
+
     def begin_rollout(self, state: Any) -> Any:
         """Fix the weights (and noise) this rollout's steps use and forget the last rollout;
         returns the state to start from."""

@@ -77,6 +77,12 @@ class NumpyPolicy(Policy):
     def initial_state(self, batch_size: int) -> NumpyState:
         return tuple(part.numpy() for part in self.model.initial_state(batch_size))
 
+    def state_to_numpy(self, state: NumpyState) -> NumpyState:
+        return tuple(part.copy() for part in state)
+
+    def state_from_numpy(self, arrays: NumpyState) -> NumpyState:
+        return tuple(arrays)
+
     @torch.no_grad()
     def begin_rollout(self, state: NumpyState) -> NumpyState:
         """Views of the weights, the heads' noisy weights and the scaled LSTM weights of this rollout."""

@@ -16,6 +16,12 @@ class TorchPolicy(Policy):
     def initial_state(self, batch_size: int) -> State:
         return self.model.initial_state(batch_size)
 
+    def state_to_numpy(self, state: State) -> tuple[np.ndarray, ...]:
+        return tuple(part.detach().numpy().copy() for part in state)
+
+    def state_from_numpy(self, arrays: tuple[np.ndarray, ...]) -> State:
+        return tuple(torch.from_numpy(array) for array in arrays)
+
     def begin_rollout(self, state: State) -> State:
         """The state is cut from the last rollout's graph: truncated backpropagation through time."""
         self.heads: list[torch.Tensor] = []
