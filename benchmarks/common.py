@@ -90,10 +90,16 @@ def print_table(headers: list[str], rows: list[list]) -> None:
             print("  ".join("-" * w for w in widths))
 
 
-def save_results(name: str, data: dict, figure) -> None:
-    """benchmarks/results/<name>.json (with the load average at the end added) and <name>.png."""
+def save_json(name: str, data: dict) -> None:
+    """benchmarks/results/<name>.json, with the load average at the end added."""
     data["load_average_at_end"] = os.getloadavg()
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
+    print(f"\nwrote {RESULTS / f'{name}.json'}")
+
+
+def save_results(name: str, data: dict, figure) -> None:
+    """benchmarks/results/<name>.json and <name>.png."""
+    save_json(name, data)
     figure.savefig(RESULTS / f"{name}.png", dpi=120, bbox_inches="tight")
-    print(f"\nwrote {RESULTS / f'{name}.json'} and {name}.png")
+    print(f"wrote {RESULTS / f'{name}.png'}")
