@@ -91,3 +91,19 @@ def test_a_run_with_replay_reports_what_the_learner_does(tmp_path, quiet):
     for row in rows[1:-1]:
         assert float(row["replay_updates_per_second"]) > 0 and float(row["updates_per_second"]) > 0
         assert float(row["rollout_ms"]) > 0 and float(row["update_ms"]) > 0 and float(row["policy_lag"]) >= 0
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+def test_the_off_policy_gradient_is_the_same_through_the_numpy_path_and_autograd(env):
+    """Weights moved since the rollout was played, and new noise: ratios away from 1, clipped by V-trace."""
+    gradients = []
+    for learner_kind in ("numpy", "torch"):
+        learner = learner_for(env=env, envs_per_process=4, learner=learner_kind, rho_bar=0.9, c_bar=0.8)
+        learner.compute_gradient()
+        with torch.no_grad():
+            learner.flat_params.add_(torch.randn(learner.flat_params.shape,
+                                                 generator=torch.Generator().manual_seed(1)) * 0.05)
+        grad, _ = learner.replay_gradient()
+        gradients.append(grad.clone())
+    assert torch.count_nonzero(gradients[0]) > gradients[0].numel() // 2
+    assert_close(gradients[0], gradients[1], rtol=1e-4, atol=1e-6)
