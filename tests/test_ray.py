@@ -7,6 +7,7 @@ The instance lives in a helper process, so pytest itself never connects to Ray
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -88,6 +89,17 @@ def test_a_ray_run_learns_and_writes_the_same_run_dir(tmp_path, ray_address):
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert saved["env_steps"] == summary["env_steps"]
     assert float(saved["optimizer"]["steps"]) == summary["updates"] - summary["nonfinite_updates"]
+
+
+@pytest.mark.timeout(60)
+def test_ray_workers_replay_and_report_their_policy_lag(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    result = run_cli(*ray_run(run_dir, ray_address, "--max-steps", "20000", "--target-return", "none",
+                              "--eval-episodes", "0", "--log-interval", "4000", "--replay-ratio", "1"), timeout=50)
+    assert result.returncode == 0, result.stderr
+    with open(run_dir / "metrics.csv", newline="") as file:
+        last = list(csv.DictReader(file))[-1]
+    assert int(last["replay_updates"]) > 0 and float(last["policy_lag"]) >= 0
 
 
 @pytest.mark.timeout(90)
