@@ -59,7 +59,7 @@ def main() -> None:
             results[name].append(result)
             print(f"  seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, "
                   f"{result['env_steps'] or result['total_env_steps']:,} env steps, {result['wall_seconds']:.1f} s, "
-                  f"best eval {result['best_eval']}", flush=True)
+                  f"best eval {result['best_eval']:.1f}", flush=True)
     print(f"\n{args.env}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; {info['cores']} cores, "
           f"load average at start {info['load_average_at_start'][0]:.2f}")
     print_table(["setting", "solved", "env steps to solve, median (range)", "whole-process s to solve",
