@@ -65,10 +65,20 @@ class ActorLearner:
         self.replay_rng = np.random.default_rng(seeds.replay)
         self.memory = (ReplayMemory(config.replay_capacity, config.replay_priority, rng=self.replay_rng)
                        if config.replay_ratio > 0 else None)
+        self.replays_pending = 0  # replayed updates due before the next new rollout
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
         self.flat_params.copy_(flat_weights)
+
+    def next_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
+        """The gradient of the next update: a new rollout's, then those of the replays due after it."""
+        if self.replays_pending:
+            self.replays_pending -= 1
+            return self.replay_gradient()
+        gradient = self.compute_gradient()
+        self.replays_pending = self.replays_due()
+        return gradient
 
     def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """Play t_max steps in every env, then backpropagate the A3C loss once.

@@ -26,12 +26,12 @@ def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, re
         report.policy_lag = optimizer.step([grad], lr=lr) - 1 - read_at
 
 
-def update(learner: ActorLearner, shared: Shared, replay: bool) -> RolloutReport:
-    """One Hogwild update: read the shared weights, compute a gradient (new rollout or replayed), apply it."""
+def update(learner: ActorLearner, shared: Shared) -> RolloutReport:
+    """One Hogwild update: read the shared weights, compute the next gradient (new rollout or replayed), apply it."""
     config, optimizer = learner.config, shared.optimizer
     learner.load_weights(optimizer.params[0])
     read_at = optimizer.step_count()
-    grad, report = learner.replay_gradient() if replay else learner.compute_gradient()
+    grad, report = learner.next_gradient()
     apply_gradient(optimizer, grad, current_lr(config, shared.env_steps.total()), report, read_at)
     return report
 
@@ -50,9 +50,10 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
         learner = ActorLearner(config, seeds, shared.model.obs_norm)
         turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
-            with turn(rank):
-                reports = [update(learner, shared, replay=False)]
-                reports += [update(learner, shared, replay=True) for _ in range(learner.replays_due())]
+            with turn(rank):  # a new rollout and the replays due after it, within one turn
+                reports = [update(learner, shared)]
+                while learner.replays_pending:
+                    reports.append(update(learner, shared))
             for report in reports:
                 shared.env_steps.add(rank, report.env_steps)
                 messages.send(Update(rank, report))

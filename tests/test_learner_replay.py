@@ -107,3 +107,16 @@ def test_the_off_policy_gradient_is_the_same_through_the_numpy_path_and_autograd
         gradients.append(grad.clone())
     assert torch.count_nonzero(gradients[0]) > gradients[0].numel() // 2
     assert_close(gradients[0], gradients[1], rtol=1e-4, atol=1e-6)
+
+
+def test_next_gradient_plays_a_new_rollout_then_the_replays_due_after_it():
+    learner = learner_for(replay_ratio=3.0, envs_per_process=2, t_max=4)
+    replayed = 0
+    for _ in range(10):
+        assert not learner.next_gradient()[1].replayed  # a new rollout, then the replays drawn after it
+        due = learner.replays_pending
+        for _ in range(due):
+            assert learner.next_gradient()[1].replayed
+        assert learner.replays_pending == 0
+        replayed += due
+    assert 10 < replayed < 60  # Poisson(3) ten times: 30 on average

@@ -172,11 +172,9 @@ class RolloutWorker:
         ray = import_ray()
         try:
             weights, stop = ray.get(server.pull.remote(self.rank), timeout=CALL_TIMEOUT_SECONDS)
-            replays = 0  # replayed updates due before the next new rollout
             while not stop:
                 self.learner.load_weights(read_only_tensor(weights))
-                grad, report = self.learner.replay_gradient() if replays else self.learner.compute_gradient()
-                replays = replays - 1 if replays else self.learner.replays_due()
+                grad, report = self.learner.next_gradient()
                 weights, stop = ray.get(server.push.remote(self.rank, grad.numpy(), report),
                                         timeout=CALL_TIMEOUT_SECONDS)
         except ray.exceptions.RayActorError:

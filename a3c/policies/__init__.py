@@ -8,9 +8,6 @@ from .base import Policy
 from .numpy_policy import NumpyPolicy
 from .torch_policy import TorchPolicy
 
-LEARNERS = ("auto", "numpy", "torch")
-
-
 def numpy_covers(model: Network) -> bool:
     return type(model) is ActorCritic
 
@@ -24,4 +21,4 @@ def make_policy(model: Network, learner: str = "auto") -> Policy:
     return NumpyPolicy(model)
 
 
-__all__ = ["LEARNERS", "Policy", "NumpyPolicy", "TorchPolicy", "make_policy", "numpy_covers"]
+__all__ = ["Policy", "NumpyPolicy", "TorchPolicy", "make_policy", "numpy_covers"]
