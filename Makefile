@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-learners bench-solve bench-ray clean
+.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray clean
 
 venv: $(VENV)/.installed
 
@@ -51,6 +51,10 @@ bench-learners: bench-venv
 
 bench-solve: bench-venv
 	$(PY) benchmarks/solve.py
+
+# ZOO_ARGS="--env Acrobot-v1 --seeds 3": a part of the suite (the whole of it takes hours on 2 cores)
+bench-zoo: bench-venv box2d-venv
+	$(PY) benchmarks/zoo.py $(ZOO_ARGS)
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py

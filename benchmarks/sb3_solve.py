@@ -1,11 +1,13 @@
-"""Train Stable-Baselines3 A2C or PPO on CartPole-v1 until a greedy evaluation solves it.
+"""Train Stable-Baselines3 A2C or PPO with the RL Zoo's hyperparameters until a greedy evaluation solves the env.
 
-One run per process, started by solve.py. Hyperparameters: RL Zoo (rl-baselines3-zoo,
-hyperparams/a2c.yml and ppo.yml, CartPole-v1); the step budget is the Zoo's n_timesteps, which
-is also the horizon of PPO's linear schedules. Every --eval-interval seconds of wall-clock
-(counted from the end of the previous evaluation, as our evaluator does) the deterministic
-policy plays --eval-episodes episodes on separate envs, stepped together; training stops when
-their mean reaches the target. Prints one JSON line: solved, env_steps, seconds.
+One run per process, started by solve.py and zoo.py. Hyperparameters: RL Baselines3 Zoo
+(hyperparams/a2c.yml and ppo.yml) for each env; the step budget is the Zoo's n_timesteps, which is
+also the horizon of its linear schedules. The Zoo's `normalize: true` is VecNormalize (observations
+and rewards); the evaluation env shares the observation statistics, frozen. Every --eval-interval
+seconds of wall-clock (counted from the end of the previous evaluation, as our evaluator does) the
+deterministic policy plays --eval-episodes episodes on separate envs, stepped together; training
+stops when their mean reaches --target. Prints one JSON line: solved, env_steps, seconds, and the
+learning curve (env steps, seconds, greedy mean return at each evaluation).
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from stable_baselines3 import A2C, PPO  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
-
-ENV_ID = "CartPole-v1"
-TARGET = 475.0
+from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization  # noqa: E402
 
 
 def linear(start: float):
@@ -31,37 +31,70 @@ def linear(start: float):
     return lambda progress_remaining: progress_remaining * start
 
 
+# (env, algo): n_envs, n_timesteps, normalize, the algorithm's keyword arguments. LunarLander-v3 takes
+# the Zoo's LunarLander-v2 entry (v3 only fixed bugs of the simulation).
 ZOO = {
-    "a2c": (A2C, 500_000, dict(policy="MlpPolicy", ent_coef=0.0)),
-    "ppo": (PPO, 100_000, dict(policy="MlpPolicy", n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
-                               n_epochs=20, ent_coef=0.0, learning_rate=linear(0.001), clip_range=linear(0.2))),
+    ("CartPole-v1", "a2c"): (8, 500_000, False, dict(ent_coef=0.0)),
+    ("CartPole-v1", "ppo"): (8, 100_000, False, dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+                                                     n_epochs=20, ent_coef=0.0, learning_rate=linear(0.001),
+                                                     clip_range=linear(0.2))),
+    ("Acrobot-v1", "a2c"): (16, 500_000, True, dict(ent_coef=0.0)),
+    ("Acrobot-v1", "ppo"): (16, 1_000_000, True, dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4,
+                                                      ent_coef=0.0)),
+    ("LunarLander-v3", "a2c"): (8, 200_000, False, dict(gamma=0.995, n_steps=5, learning_rate=linear(0.00083),
+                                                        ent_coef=0.00001)),
+    ("LunarLander-v3", "ppo"): (16, 1_000_000, False, dict(n_steps=1024, batch_size=64, gae_lambda=0.98,
+                                                           gamma=0.999, n_epochs=4, ent_coef=0.01)),
+    ("Pendulum-v1", "a2c"): (8, 1_000_000, True, dict(ent_coef=0.0, max_grad_norm=0.5, n_steps=8, gae_lambda=0.9,
+                                                      vf_coef=0.4, gamma=0.9, use_rms_prop=True,
+                                                      normalize_advantage=False, learning_rate=linear(7e-4),
+                                                      use_sde=True,
+                                                      policy_kwargs=dict(log_std_init=-2, ortho_init=False))),
+    ("Pendulum-v1", "ppo"): (4, 100_000, False, dict(n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10,
+                                                     ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, use_sde=True,
+                                                     sde_sample_freq=4)),
 }
-N_ENVS = 8  # both Zoo entries
+ALGOS = {"a2c": A2C, "ppo": PPO}
 
 
 class SolvedCallback(BaseCallback):
-    """Evaluate every `interval` seconds; stop training once the greedy mean reaches TARGET."""
+    """Evaluate every `interval` seconds; stop training once the greedy mean reaches `target`."""
 
-    def __init__(self, eval_env, episodes: int, interval: float):
+    def __init__(self, eval_env, episodes: int, interval: float, target: float):
         super().__init__()
-        self.eval_env, self.episodes, self.interval = eval_env, episodes, interval
+        self.eval_env, self.episodes, self.interval, self.target = eval_env, episodes, interval, target
         self.next_eval = time.monotonic() + interval
         self.solved_at: int | None = None
+        self.curve: list[tuple[int, float, float]] = []
+
+    def evaluate(self) -> float:
+        sync_envs_normalization(self.training_env, self.eval_env)
+        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.episodes, deterministic=True)
+        self.curve.append((self.num_timesteps, round(time.monotonic() - START, 3), float(mean)))
+        self.next_eval = time.monotonic() + self.interval
+        return mean
 
     def _on_step(self) -> bool:
         if time.monotonic() < self.next_eval:
             return True
-        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.episodes, deterministic=True)
-        self.next_eval = time.monotonic() + self.interval
-        if mean >= TARGET:
+        if self.evaluate() >= self.target:
             self.solved_at = self.num_timesteps
             return False
         return True
 
 
+def make_envs(env_id: str, n_envs: int, seed: int, normalize: bool, training: bool):
+    env = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    if not normalize:
+        return env
+    return VecNormalize(env, training=training, norm_reward=training)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algo", choices=sorted(ZOO), required=True)
+    parser.add_argument("--env", default="CartPole-v1", choices=sorted({env for env, _ in ZOO}))
+    parser.add_argument("--algo", choices=sorted(ALGOS), required=True)
+    parser.add_argument("--target", type=float, default=475.0, help="greedy mean return that counts as solved")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--eval-interval", type=float, default=0.5)
@@ -70,15 +103,21 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    algo, budget, hyperparams = ZOO[args.algo]
-    env = make_vec_env(ENV_ID, n_envs=N_ENVS, seed=args.seed)
-    eval_env = make_vec_env(ENV_ID, n_envs=args.eval_episodes, seed=args.seed + 10_000)
-    model = algo(env=env, seed=args.seed, device="cpu", **hyperparams)
-    callback = SolvedCallback(eval_env, args.eval_episodes, args.eval_interval)
-    model.learn(total_timesteps=budget, callback=callback)
-    print(json.dumps({"algo": args.algo, "seed": args.seed, "solved": callback.solved_at is not None,
+    n_envs, budget, normalize, hyperparams = ZOO[(args.env, args.algo)]
+    env = make_envs(args.env, n_envs, args.seed, normalize, training=True)
+    eval_env = make_envs(args.env, args.eval_episodes, args.seed + 10_000, normalize, training=False)
+    model = ALGOS[args.algo](policy="MlpPolicy", env=env, seed=args.seed, device="cpu", **hyperparams)
+    callback = SolvedCallback(eval_env, args.eval_episodes, args.eval_interval, args.target)
+    try:
+        model.learn(total_timesteps=budget, callback=callback)
+    except KeyboardInterrupt:  # zoo.py's timeout: report how far it got
+        pass
+    if callback.solved_at is None:
+        callback.evaluate()  # the final greedy return, at the end of the budget
+    print(json.dumps({"env": args.env, "algo": args.algo, "seed": args.seed, "solved": callback.solved_at is not None,
                       "env_steps": callback.solved_at if callback.solved_at is not None else model.num_timesteps,
-                      "seconds": round(time.monotonic() - START, 3), "threads": torch.get_num_threads()}))
+                      "seconds": round(time.monotonic() - START, 3), "threads": torch.get_num_threads(),
+                      "final_eval": callback.curve[-1][2], "curve": callback.curve}))
 
 
 if __name__ == "__main__":

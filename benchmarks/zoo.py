@@ -1,0 +1,153 @@
+"""The RL Zoo suite: our presets against SB3 A2C and PPO with the Zoo's hyperparameters, env by env.
+
+    zoo.py                                  # all four envs, 10 seeds (5 for LunarLander)
+    zoo.py --env CartPole-v1 --seeds 3      # one env, fewer seeds
+
+Per env, the contenders run interleaved by seed, one process at a time, each timed from launch to
+exit and capped by the env's timeout: ours with the env's preset and `--num-processes 8` (and,
+where the preset replays, once more with `--replay-ratio 0`), and sb3_solve.py's A2C and PPO. All
+of them play the same greedy evaluation (10 episodes) at the preset's cadence in seconds and stop
+at the target. Reported per env and contender: runs solved, median and range of env steps and of
+whole-process seconds to solve (unsolved runs count as infinitely slow), and the median final
+greedy return; the learning curves go to zoo.png, against env steps and against seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from solve import show, spread
+
+from a3c.presets import preset_for
+
+
+@dataclass(frozen=True)
+class Suite:
+    target: float  # the greedy mean return that counts as solved
+    seeds: int
+    timeout: float  # seconds per run
+
+
+SUITES = {
+    "CartPole-v1": Suite(475.0, 10, 120.0),
+    "Acrobot-v1": Suite(-100.0, 10, 600.0),
+    "LunarLander-v3": Suite(200.0, 5, 1800.0),
+    "Pendulum-v1": Suite(-200.0, 10, 900.0),
+}
+
+
+def eval_interval(env: str) -> float:
+    return preset_for(env).get("eval_interval", 0.5)
+
+
+def ours(env: str, seed: int, suite: Suite, **options) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        command = trainer_command(run_dir, env=env, num_processes=8, seed=seed, target_return=suite.target, **options)
+        wall, _, _ = run_timed(command, suite.timeout)
+        summary = read_summary(run_dir)
+        with open(run_dir / "eval.csv", newline="") as file:
+            curve = [(int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
+                     for row in csv.DictReader(file)]
+    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"],
+            "final_eval": summary["last_eval_return"], "curve": curve}
+
+
+def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
+    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--env", env, "--algo", algo, "--seed", str(seed),
+               "--target", str(suite.target), "--eval-interval", str(eval_interval(env))]
+    wall, output, _ = run_timed(command, suite.timeout)
+    result = json.loads(output.strip().splitlines()[-1])
+    return {"solved": result["solved"], "wall_seconds": wall,
+            "env_steps": result["env_steps"] if result["solved"] else None,
+            "final_eval": result["final_eval"], "curve": result["curve"]}
+
+
+def contenders(env: str) -> dict:
+    found = {"ours (preset)": lambda seed, suite: ours(env, seed, suite)}
+    if preset_for(env).get("replay_ratio"):
+        found["ours, no replay"] = lambda seed, suite: ours(env, seed, suite, replay_ratio=0)
+    found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
+    found["SB3 PPO (Zoo)"] = lambda seed, suite: sb3("ppo", env, seed, suite)
+    return found
+
+
+def run_env(env: str, suite: Suite) -> dict:
+    results = {name: [] for name in contenders(env)}
+    for seed in range(suite.seeds):
+        for name, contender in contenders(env).items():
+            run = {"seed": seed, **contender(seed, suite)}
+            results[name].append(run)
+            print(f"  {env} seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
+                  f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps, "
+                  f"final eval {run['final_eval']:.1f}", flush=True)
+    return results
+
+
+def summarize(runs: list[dict]) -> dict:
+    finals = [run["final_eval"] for run in runs]
+    return {"solved": sum(run["solved"] for run in runs), "seeds": len(runs),
+            "env_steps": spread(runs, "env_steps"), "wall_seconds": spread(runs, "wall_seconds"),
+            "final_eval": {"median": statistics.median(finals), "min": min(finals), "max": max(finals)}}
+
+
+def plot(results: dict, suites: dict):
+    figure, axes = plt.subplots(2, len(results), figsize=(4.5 * len(results), 7), squeeze=False)
+    for column, (env, by_contender) in enumerate(results.items()):
+        for color, (name, runs) in enumerate(by_contender.items()):
+            for n, run in enumerate(runs):
+                steps, seconds, returns = zip(*run["curve"]) if run["curve"] else ((), (), ())
+                label = name if n == 0 else None
+                axes[0][column].plot(steps, returns, color=f"C{color}", alpha=0.5, linewidth=0.8, label=label)
+                axes[1][column].plot(seconds, returns, color=f"C{color}", alpha=0.5, linewidth=0.8)
+        for row, xlabel in enumerate(("env steps", "seconds")):
+            axes[row][column].axhline(suites[env].target, color="grey", linestyle=":")
+            axes[row][column].set_xlabel(xlabel)
+            axes[row][column].grid(alpha=0.3)
+        axes[0][column].set_title(env)
+        axes[0][column].legend(fontsize=7)
+    axes[0][0].set_ylabel("greedy mean return (10 episodes)")
+    axes[1][0].set_ylabel("greedy mean return (10 episodes)")
+    figure.tight_layout()
+    return figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
+    parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
+    parser.add_argument("--out", default="zoo", help="results name")
+    args = parser.parse_args()
+    info = environment()
+    suites = {env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
+              for env, suite in SUITES.items() if env in (args.env or SUITES)}
+
+    results = {env: run_env(env, suite) for env, suite in suites.items()}
+    summary = {env: {name: summarize(runs) for name, runs in by_contender.items()}
+               for env, by_contender in results.items()}
+    print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
+    print_table(["env", "contender", "solved", "env steps to solve, median (range)", "seconds to solve",
+                 "final greedy return"],
+                [[env, name, f"{s['solved']}/{s['seeds']}",
+                  f"{show(s['env_steps']['median'], ',.0f')} ({show(s['env_steps']['min'], ',.0f')}-"
+                  f"{show(s['env_steps']['max'], ',.0f')})",
+                  f"{show(s['wall_seconds']['median'], '.1f')} ({show(s['wall_seconds']['min'], '.1f')}-"
+                  f"{show(s['wall_seconds']['max'], '.1f')})",
+                  f"{s['final_eval']['median']:.1f}"]
+                 for env, by_contender in summary.items() for name, s in by_contender.items()])
+    data = {**info, "suites": {env: vars(suite) for env, suite in suites.items()}, "summary": summary,
+            "runs": results}
+    save_results(args.out, data, plot(results, suites))
+
+
+if __name__ == "__main__":
+    main()
