@@ -41,7 +41,8 @@ def sb3(algo: str, seed: int, timeout: float) -> dict:
 
 CONTENDERS = {
     "ours (8 proc x 8 envs)": lambda seed, timeout: ours(seed, timeout),
-    "ours classic (8 proc x 1 env, t-max 20)": lambda seed, timeout: ours(seed, timeout, **CLASSIC_A3C),
+    "ours classic (8 proc x 1 env, t-max 20, no replay)": lambda seed, timeout: ours(seed, timeout, **CLASSIC_A3C,
+                                                                                     replay_ratio=0),
     "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
     "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
 }

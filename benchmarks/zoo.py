@@ -121,17 +121,7 @@ def plot(results: dict, suites: dict):
     return figure
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
-    parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
-    parser.add_argument("--out", default="zoo", help="results name")
-    args = parser.parse_args()
-    info = environment()
-    suites = {env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
-              for env, suite in SUITES.items() if env in (args.env or SUITES)}
-
-    results = {env: run_env(env, suite) for env, suite in suites.items()}
+def report(info: dict, suites: dict, results: dict, out: str) -> None:
     summary = {env: {name: summarize(runs) for name, runs in by_contender.items()}
                for env, by_contender in results.items()}
     print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
@@ -144,9 +134,24 @@ def main() -> None:
                   f"{show(s['wall_seconds']['max'], '.1f')})",
                   f"{s['final_eval']['median']:.1f}"]
                  for env, by_contender in summary.items() for name, s in by_contender.items()])
-    data = {**info, "suites": {env: vars(suite) for env, suite in suites.items()}, "summary": summary,
-            "runs": results}
-    save_results(args.out, data, plot(results, suites))
+    data = {**info, "suites": {env: vars(suites[env]) for env in results}, "summary": summary, "runs": results}
+    save_results(out, data, plot(results, suites))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
+    parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
+    parser.add_argument("--out", default="zoo", help="results name")
+    args = parser.parse_args()
+    info = environment()
+    suites = {env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
+              for env, suite in SUITES.items() if env in (args.env or SUITES)}
+
+    results = {}
+    for env, suite in suites.items():  # saved after each env: a long suite cut short keeps what it finished
+        results[env] = run_env(env, suite)
+        report(info, suites, results, args.out)
 
 
 if __name__ == "__main__":
