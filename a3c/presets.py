@@ -18,8 +18,8 @@ PRESETS: dict[str, dict] = {
     "CartPole-v1": {"replay_ratio": 1.0, "replay_priority": 0.6},
     # returns near -100 swamp the policy gradient unless scaled to about -10, as the defaults do.
     # Feed-forward: the state is fully observed, and with the LSTM 3 seeds of 10 never reached -100
-    # (the others at a median 313k env steps); without it 29 of 30 reached it, at a median 36k.
-    # Replay then solved in half the env steps but failed 3 seeds of 20 (benchmarks/README.md)
+    # (the others at a median 313k env steps); without it 25 runs of 26 reached it, at a median 37k.
+    # Replay then solved in about half the env steps but failed 4 seeds of 20 (benchmarks/README.md)
     "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "core": "none"},
     # angular velocities up to 8 saturated the LSTM (cell states of 20-40, a constant torque and a
     # pendulum spinning for ever) on one seed in three: normalised observations solved all eight
