@@ -3,7 +3,8 @@
 Standalone rather than torch.optim subclasses: the first torch.optim optimizer
 imports torch._dynamo (about 0.85 s of start-up), and here the gradient is
 handed to step() explicitly, so no process ever reads a stale `.grad`
-(docs/design.md, fact 1). The updates reproduce torch.optim.Adam / RMSprop op for op.
+(docs/design.md, fact 1). The updates reproduce torch.optim.Adam / RMSprop to rounding, with
+one addition for Hogwild: each weight's move is clamped to what a sequential run can reach (fact 2).
 """
 
 from __future__ import annotations
@@ -71,11 +72,13 @@ class SharedAdam(SharedOptimizer):
         torch._foreach_lerp_(exp_avg, grads, 1 - beta1)
         torch._foreach_mul_(exp_avg_sq, beta2)
         torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)
-        step_size = lr / (1 - beta1 ** step)
         denom = torch._foreach_sqrt(exp_avg_sq)
         torch._foreach_div_(denom, math.sqrt(1 - beta2 ** step))
         torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(self.params, exp_avg, denom, -step_size)
+        ratio = torch._foreach_div(exp_avg, denom)
+        torch._foreach_mul_(ratio, 1 / (1 - beta1 ** step))
+        clamp_(ratio, adam_ratio_bound(beta1, beta2, step))  # inert unless a race (docs/design.md, fact 2)
+        torch._foreach_add_(self.params, ratio, alpha=-lr)
 
 
 class SharedRMSprop(SharedOptimizer):
@@ -91,7 +94,27 @@ class SharedRMSprop(SharedOptimizer):
         torch._foreach_addcmul_(square_avg, grads, grads, 1 - self.alpha)
         denom = torch._foreach_sqrt(square_avg)
         torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(self.params, grads, denom, -lr)
+        ratio = torch._foreach_div(grads, denom)
+        # the average holds at least (1 - alpha) g^2 unless a race overwrote it (docs/design.md, fact 2)
+        clamp_(ratio, 1 / math.sqrt(1 - self.alpha))
+        torch._foreach_add_(self.params, ratio, alpha=-lr)
+
+
+def adam_ratio_bound(beta1: float, beta2: float, step: float) -> float:
+    """The largest |m_hat| / sqrt(v_hat) Adam can reach at `step` when m and v hold the same gradients.
+
+    m = (1 - b1) sum_k b1^k g_k and v = (1 - b2) sum_k b2^k g_k^2 over the last `step` gradients; by
+    Cauchy-Schwarz |sum_k b1^k g_k| <= sqrt(sum_k (b1^2 / b2)^k) sqrt(sum_k b2^k g_k^2). 1 at the first
+    step; about 7.3 later with the default betas.
+    """
+    r = beta1 ** 2 / beta2
+    terms = step if r == 1 else (1 - r ** step) / (1 - r)
+    return (1 - beta1) / math.sqrt(1 - beta2) * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step) * math.sqrt(terms)
+
+
+def clamp_(tensors: list[torch.Tensor], bound: float) -> None:
+    torch._foreach_clamp_min_(tensors, -bound)
+    torch._foreach_clamp_max_(tensors, bound)
 
 
 def make_optimizer(name: str, params, lr: float) -> SharedOptimizer:

@@ -8,7 +8,7 @@ import torch.multiprocessing as mp
 from torch.testing import assert_close
 
 from a3c.config import Config
-from a3c.optim import SharedAdam, SharedRMSprop, linear_decay, make_optimizer
+from a3c.optim import SharedAdam, SharedRMSprop, adam_ratio_bound, linear_decay, make_optimizer
 from a3c.learner import current_lr
 
 TIGHT = {"rtol": 1e-6, "atol": 1e-8}  # the implementations should agree to rounding, if not exactly
@@ -108,6 +108,56 @@ def test_state_dict_round_trip_continues_identically():
     assert float(b.steps) == 10
     for x, y in zip(a_params, b_params):
         assert torch.equal(x, y)
+
+
+
+def adam_ratio(exp_avg, exp_avg_sq, step, betas) -> torch.Tensor:
+    return (exp_avg / (1 - betas[0] ** step)) / (exp_avg_sq / (1 - betas[1] ** step)).sqrt()
+
+
+@pytest.mark.parametrize("betas", [(0.9, 0.999), (0.8, 0.95)])
+def test_adam_ratio_bound_is_what_the_worst_gradient_sequence_reaches(betas):
+    # Cauchy-Schwarz is tight for gradients growing by b2 / b1 per step; any other sequence stays below
+    steps = 60
+    worst = torch.tensor([(betas[1] / betas[0]) ** i for i in range(steps)])
+    generator = torch.Generator().manual_seed(3)
+    for sequence in (worst, torch.randn(steps, generator=generator), torch.rand(steps, generator=generator)):
+        param = torch.zeros(1, requires_grad=True)
+        adam = torch.optim.Adam([param], lr=1e-3, betas=betas, eps=0.0)
+        for g in sequence:
+            param.grad = g.reshape(1).clone()
+            adam.step()
+        state = adam.state[param]
+        ratio = adam_ratio(state["exp_avg"], state["exp_avg_sq"], steps, betas).abs().item()
+        assert ratio <= adam_ratio_bound(*betas, steps) * (1 + 1e-6)
+    assert ratio < adam_ratio_bound(*betas, steps) * 0.9  # the random sequences: well below
+    param = torch.zeros(1)
+    shared = SharedAdam([param], lr=1e-3, betas=betas, eps=0.0)
+    for g in worst[:-1]:
+        shared.step([g.reshape(1)])
+    before = param.clone()
+    shared.step([worst[-1].reshape(1)])
+    assert (before - param).abs().item() == pytest.approx(1e-3 * adam_ratio_bound(*betas, steps), rel=1e-4)
+
+
+def test_a_race_that_left_a_gradient_in_m_but_not_in_v_moves_a_weight_at_most_the_bound():
+    # Hogwild: another worker's gradient reached exp_avg, its square never reached exp_avg_sq (0 at the
+    # start); this worker's own gradient is 0 there. Unclamped, the weight would move by lr * 0.3 / eps.
+    param = torch.zeros(1)
+    adam = SharedAdam([param], lr=1e-3)
+    adam.state["exp_avg"][0].fill_(0.3)
+    adam.step([torch.zeros(1)])
+    assert 0 < param.abs().item() <= 1e-3 * adam_ratio_bound(0.9, 0.999, 1) * (1 + 1e-6)
+
+
+def test_a_race_that_overwrote_rmsprops_square_average_moves_a_weight_at_most_the_bound(monkeypatch):
+    # another worker's write of the square average (read before this one's add) lands after it:
+    # this step's own g^2 is lost, the average stays 0, and g / eps would move the weight by 1e5 lr
+    param = torch.zeros(1)
+    rmsprop = SharedRMSprop([param], lr=1e-3, alpha=0.99)
+    monkeypatch.setattr(torch, "_foreach_addcmul_", lambda *args, **kwargs: None)
+    rmsprop.step([torch.ones(1)])
+    assert 0 < param.abs().item() <= 1e-3 / (1 - 0.99) ** 0.5 * (1 + 1e-6)
 
 
 ADAM_STEPS_IN_PARENT = 3
