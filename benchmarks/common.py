@@ -21,6 +21,8 @@ RESULTS = REPO / "benchmarks" / "results"
 PYTHON = sys.executable
 # Classic A3C: one env per worker, 20-step rollouts (ikostrikov/pytorch-a3c's --num-steps 20)
 CLASSIC_A3C = {"envs_per_process": 1, "t_max": 20}
+# CartPole's preset overrides these defaults of Config; solve.py runs them too, side by side
+DEFAULTS_WITHOUT_PRESET = {"envs_per_process": 8, "t_max": 10, "replay_ratio": 0}
 GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
 
 

@@ -109,7 +109,7 @@ def train_for(seconds: float, **backend) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         command = trainer_command(run_dir, env=ENV, num_processes=WORKERS, envs_per_process=ENVS,
-                                  max_steps=10**9, replay_ratio=0, target_return="none", eval_episodes=0,
+                                  t_max=10, max_steps=10**9, replay_ratio=0, target_return="none", eval_episodes=0,
                                   log_interval=2000,
                                   print_interval=3600, **backend) + ["--no-tensorboard"]
         run_timed(command, timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary

@@ -36,10 +36,11 @@ MB = 2**20
 
 
 def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
-    """Replay off (CartPole's preset turns it on): the pipeline's env-step rate, comparable across versions."""
-    return dict(env=ENV, num_processes=processes, envs_per_process=envs, max_steps=max_steps, replay_ratio=0,
-                target_return="none", eval_episodes=0, log_interval=max(max_steps // ROWS_PER_RUN, 1),
-                print_interval=3600, **extra)
+    """The defaults' t-max and no replay, not CartPole's preset: the pipeline's env-step rate, comparable
+    across versions."""
+    return dict(env=ENV, num_processes=processes, envs_per_process=envs, max_steps=max_steps, t_max=10,
+                replay_ratio=0, target_return="none", eval_episodes=0,
+                log_interval=max(max_steps // ROWS_PER_RUN, 1), print_interval=3600) | extra
 
 
 def steady_rate(run_dir: Path, max_steps: int) -> float:
