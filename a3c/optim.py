@@ -75,10 +75,11 @@ class SharedAdam(SharedOptimizer):
         denom = torch._foreach_sqrt(exp_avg_sq)
         torch._foreach_div_(denom, math.sqrt(1 - beta2 ** step))
         torch._foreach_add_(denom, self.eps)
-        ratio = torch._foreach_div(exp_avg, denom)
-        torch._foreach_mul_(ratio, 1 / (1 - beta1 ** step))
-        clamp_(ratio, adam_ratio_bound(beta1, beta2, step))  # inert unless a race (docs/design.md, fact 2)
-        torch._foreach_add_(self.params, ratio, alpha=-lr)
+        ratio = torch._foreach_div(exp_avg, denom)  # m_hat / sqrt(v_hat) times (1 - beta1^step)
+        bias_correction = 1 - beta1 ** step
+        # inert unless a race (docs/design.md, fact 2)
+        clamp_(ratio, adam_ratio_bound(beta1, beta2, step) * bias_correction)
+        torch._foreach_add_(self.params, ratio, alpha=-lr / bias_correction)
 
 
 class SharedRMSprop(SharedOptimizer):

@@ -110,7 +110,6 @@ def test_state_dict_round_trip_continues_identically():
         assert torch.equal(x, y)
 
 
-
 def adam_ratio(exp_avg, exp_avg_sq, step, betas) -> torch.Tensor:
     return (exp_avg / (1 - betas[0] ** step)) / (exp_avg_sq / (1 - betas[1] ** step)).sqrt()
 
