@@ -21,7 +21,8 @@ RESULTS = REPO / "benchmarks" / "results"
 PYTHON = sys.executable
 # Classic A3C: one env per worker, 20-step rollouts (ikostrikov/pytorch-a3c's --num-steps 20)
 CLASSIC_A3C = {"envs_per_process": 1, "t_max": 20}
-# CartPole's preset overrides these defaults of Config; solve.py runs them too, side by side
+# CartPole's preset overrides these defaults of Config: solve.py runs them side by side with it, and the
+# throughput benchmarks measure the pipeline with them, comparable across versions
 DEFAULTS_WITHOUT_PRESET = {"envs_per_process": 8, "t_max": 10, "replay_ratio": 0}
 GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
 
@@ -64,6 +65,19 @@ def run_timed(command: list[str], timeout: float) -> tuple[float, str, bool]:
     if process.returncode != 0 and not timed_out:
         raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}:\n{output}")
     return wall, output, timed_out
+
+
+def run_sb3(env: str, algo: str, seed: int, timeout: float, target: float, eval_interval: float) -> tuple[float, dict]:
+    """sb3_solve.py's whole-process seconds and its JSON line. A run stopped at the timeout prints how far it
+    got; one killed outright prints nothing and counts as unsolved, without a curve."""
+    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--env", env, "--algo", algo, "--seed", str(seed),
+               "--target", str(target), "--eval-interval", str(eval_interval)]
+    wall, output, _ = run_timed(command, timeout)
+    lines = output.strip().splitlines()
+    try:
+        return wall, json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        return wall, {"solved": False, "env_steps": None, "final_eval": float("nan"), "curve": []}
 
 
 def read_summary(run_dir: Path) -> dict:

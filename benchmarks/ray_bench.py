@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import ray
 
-from common import REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from common import DEFAULTS_WITHOUT_PRESET, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
 
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its actors directly
 from a3c.backends.ray import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
@@ -108,10 +108,10 @@ def steady_rates(run_dir: Path) -> dict:
 def train_for(seconds: float, **backend) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=ENV, num_processes=WORKERS, envs_per_process=ENVS,
-                                  t_max=10, max_steps=10**9, replay_ratio=0, target_return="none", eval_episodes=0,
-                                  log_interval=2000,
-                                  print_interval=3600, **backend) + ["--no-tensorboard"]
+        options = dict(DEFAULTS_WITHOUT_PRESET, envs_per_process=ENVS)  # the pipeline, not CartPole's preset
+        command = trainer_command(run_dir, env=ENV, num_processes=WORKERS, max_steps=10**9, target_return="none",
+                                  eval_episodes=0, log_interval=2000, print_interval=3600, **options,
+                                  **backend) + ["--no-tensorboard"]
         run_timed(command, timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
         return {**steady_rates(run_dir), "stop_reason": read_summary(run_dir)["stop_reason"]}
 

@@ -9,7 +9,6 @@ seed. Medians and maxima count an unsolved run as infinitely slow.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import tempfile
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from common import DEFAULTS_WITHOUT_PRESET, PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from common import (DEFAULTS_WITHOUT_PRESET, REPO, environment, print_table, read_summary, run_sb3, run_timed,
+                    save_results, trainer_command)
 
 ENV = "CartPole-v1"
 
@@ -32,9 +32,7 @@ def ours(seed: int, timeout: float, repo: Path = REPO, **options) -> dict:
 
 
 def sb3(algo: str, seed: int, timeout: float) -> dict:
-    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--algo", algo, "--seed", str(seed)]
-    wall, output, timed_out = run_timed(command, timeout)
-    result = {"solved": False} if timed_out else json.loads(output.strip().splitlines()[-1])
+    wall, result = run_sb3(ENV, algo, seed, timeout, target=475.0, eval_interval=0.5)
     return {"solved": result["solved"], "wall_seconds": wall,
             "env_steps": result["env_steps"] if result["solved"] else None, "torch_threads": result.get("threads")}
 

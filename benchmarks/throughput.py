@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import psutil
 
-from common import (CLASSIC_A3C, environment, finish, print_table, read_summary, run_timed, save_results, start,
+from common import (CLASSIC_A3C, DEFAULTS_WITHOUT_PRESET, environment, finish, print_table, read_summary, run_timed, save_results, start,
                     trainer_command)
 
 ENV = "CartPole-v1"
@@ -38,8 +38,8 @@ MB = 2**20
 def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
     """The defaults' t-max and no replay, not CartPole's preset: the pipeline's env-step rate, comparable
     across versions."""
-    return dict(env=ENV, num_processes=processes, envs_per_process=envs, max_steps=max_steps, t_max=10,
-                replay_ratio=0, target_return="none", eval_episodes=0,
+    return dict(DEFAULTS_WITHOUT_PRESET, env=ENV, num_processes=processes, envs_per_process=envs,
+                max_steps=max_steps, target_return="none", eval_episodes=0,
                 log_interval=max(max_steps // ROWS_PER_RUN, 1), print_interval=3600) | extra
 
 

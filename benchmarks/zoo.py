@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from common import environment, print_table, read_summary, run_sb3, run_timed, save_results, trainer_command
 from solve import show, spread
 
 from a3c.presets import preset_for
@@ -63,10 +62,7 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
 
 
 def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
-    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--env", env, "--algo", algo, "--seed", str(seed),
-               "--target", str(suite.target), "--eval-interval", str(eval_interval(env))]
-    wall, output, _ = run_timed(command, suite.timeout)
-    result = json.loads(output.strip().splitlines()[-1])
+    wall, result = run_sb3(env, algo, seed, suite.timeout, suite.target, eval_interval(env))
     return {"solved": result["solved"], "wall_seconds": wall,
             "env_steps": result["env_steps"] if result["solved"] else None,
             "final_eval": result["final_eval"], "curve": result["curve"]}
