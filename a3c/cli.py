@@ -93,10 +93,16 @@ TRAIN_OPTIONS = [
     option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
     option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
            type=click.Choice(["", "fork", "spawn", "forkserver"])),
-    option("--backend", "local: worker processes sharing memory; ray: Ray actors around a parameter server "
-           "(pip install -r requirements-ray.txt)", type=click.Choice(["local", "ray"])),
+    option("--backend", "local: worker processes sharing memory; ray: a group of such workers per node of a "
+           "Ray cluster, synced now and then (pip install -r requirements-ray.txt)", type=click.Choice(["local", "ray"])),
     option("--ray-address", "with --backend ray: 'auto' or HOST:PORT of a running Ray cluster "
            "(default: start a local Ray instance)"),
+    option("--nodes", "with --backend ray: node groups of --num-processes workers (0: one per node)", type=int),
+    option("--sync-interval", "with --backend ray: a group's updates between its exchanges with the global model",
+           type=int),
+    option("--global-shards", "with --backend ray: actors holding the global weights (0: one per 4M parameters)",
+           type=int),
+    option("--placement-timeout", "with --backend ray: seconds a node group may wait for free CPUs", type=float),
 ]
 
 

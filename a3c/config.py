@@ -65,8 +65,13 @@ class Config:
     run_dir: str = ""
     start_method: str = ""
     # transport
-    backend: str = "local"  # local: shared-memory processes; ray: Ray actors around a parameter server
+    backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
+    nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
+    # updates of a group's optimizer between its exchanges with the global model (docs/design.md, "Node groups")
+    sync_interval: int = 20
+    global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
+    placement_timeout: float = 120.0  # seconds a (replacement) node group may wait for free CPUs
 
     def __post_init__(self) -> None:
         widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
@@ -111,8 +116,10 @@ class Config:
              "one of fork, spawn, forkserver"),
             ("backend", self.backend in ("local", "ray"), "one of local, ray"),
             ("ray_address", not self.ray_address or self.backend == "ray", "given only with --backend ray"),
-            # the Ray workers would each keep their own statistics: refuse rather than train on skewed inputs
-            ("normalize_obs", not (self.normalize_obs and self.backend == "ray"), "off with --backend ray"),
+            ("nodes", self.nodes >= 0, ">= 0 (0: one node group per node)"),
+            ("sync_interval", self.sync_interval >= 1, ">= 1"),
+            ("global_shards", self.global_shards >= 0, ">= 0 (0: one per 4M parameters)"),
+            ("placement_timeout", self.placement_timeout > 0, "> 0"),
         ]
         for name, ok, rule in checks:
             if not ok:

@@ -37,3 +37,11 @@ class Failure:
 
     source: str
     traceback: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A console line from a process that has no console of its own (a node group of a Ray run)."""
+
+    line: str
+    error: bool

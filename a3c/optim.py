@@ -118,6 +118,16 @@ def clamp_(tensors: list[torch.Tensor], bound: float) -> None:
     torch._foreach_clamp_max_(tensors, bound)
 
 
+def average_states(states: list[dict]) -> dict:
+    """One optimizer state for several that stepped copies of the same weights (a Ray run's node groups):
+    the mean of each moment, and the most steps (Adam's bias correction has then long faded)."""
+    merged = {"steps": max(state["steps"] for state in states)}
+    for name in states[0]:
+        if name != "steps":
+            merged[name] = [torch.stack(tensors).mean(0) for tensors in zip(*(state[name] for state in states))]
+    return merged
+
+
 def make_optimizer(name: str, params, lr: float) -> SharedOptimizer:
     optimizers = {"adam": SharedAdam, "rmsprop": SharedRMSprop}
     return optimizers[name](params, lr=lr)

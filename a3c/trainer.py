@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -20,19 +19,16 @@ from .backends import connect_backend, make_backend
 from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config, config_for_resume
 from .counter import StepCounter
-from .envs import EnvSpec, env_spec
+from .envs import env_spec
 from .errors import CheckpointError, ConfigError, first_line
-from .flat import flatten_parameters
 from .learner import current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
-from .model import Network, build_model
-from .optim import SharedOptimizer, make_optimizer
-from .processes import Shared
-from .seeding import model_seed
-from .turns import Turns
+from .model import Network
+from .optim import SharedOptimizer
+from .processes import Shared, shared_model, start_method, worker_turns
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
-              "parameter_server_failed": 1}
+              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1}
 
 
 @dataclass
@@ -66,15 +62,6 @@ def prepare_run_dir(path: str) -> Path:
     if not os.access(run_dir, os.W_OK):
         raise ConfigError(f"--run-dir {run_dir} is not writable")
     return run_dir
-
-
-def shared_model(config: Config, spec: EnvSpec) -> tuple[Network, SharedOptimizer]:
-    torch.manual_seed(model_seed(config))
-    model = build_model(config, spec)
-    weights = flatten_parameters(model).share_memory_()
-    model.share_memory()  # the noise and normalisation buffers; the parameters are views of `weights`
-    optimizer = make_optimizer(config.optimizer, [weights], config.lr).share_memory()
-    return model, optimizer
 
 
 def new_run(config: Config) -> RunSetup:
@@ -115,20 +102,6 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
     return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
-
-
-def worker_turns(ctx, config: Config) -> Optional[Turns]:
-    """One active worker per core unless told otherwise; none needed when every worker has a core,
-    nor for Ray's workers, which are spread over a cluster's cores."""
-    if config.backend == "ray":
-        return None
-    active = config.active_workers or os.cpu_count() or 1
-    return Turns(ctx, active, config.num_processes) if active < config.num_processes else None
-
-
-def start_method(config: Config) -> str:
-    # fork starts 8 workers in 0.3 s against about 8 s for spawn (docs/design.md, fact 4).
-    return config.start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
 class Interrupts:
@@ -238,7 +211,7 @@ def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dic
     if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
         save_last_checkpoint(last_pt, setup, env_steps, writer)
     writer.close()
-    summary = writer.summary(config.env, env_steps, config.target_return, stop_reason)
+    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report()}
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     writer.print_progress()
     console.message(format_summary(summary))

@@ -13,7 +13,7 @@ from .learner import ActorLearner, RolloutReport, current_lr
 from .messages import Failure, Update
 from .optim import SharedOptimizer
 from .processes import Shared, become_child_process, parent_is_gone
-from .seeding import seed_worker_torch, worker_seeds
+from .seeding import WorkerSeeds, seed_worker_torch
 
 
 def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, report: RolloutReport,
@@ -36,15 +36,14 @@ def update(learner: ActorLearner, shared: Shared) -> RolloutReport:
     return report
 
 
-def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: int, incarnation: int) -> None:
+def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: int, seeds: WorkerSeeds) -> None:
     """Process entry point: Hogwild updates of the shared model until told to stop.
 
-    `incarnation` counts restarts of this rank, so a restarted worker plays new episodes.
-    `messages` is this process's own pipe to the trainer (no lock shared with
-    other processes, so a killed worker cannot block the others).
+    `rank` is this worker's slot in `shared` (step counter, turns); `seeds` differ for
+    every rank of the run and every restart. `messages` is this process's own pipe to
+    the trainer (no lock shared with other processes, so a killed worker cannot block the others).
     """
     become_child_process()
-    seeds = worker_seeds(config, rank, incarnation)
     seed_worker_torch(seeds)
     try:
         learner = ActorLearner(config, seeds, shared.model.obs_norm)

@@ -33,7 +33,7 @@ from a3c.backends.ray import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorke
 from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
 from a3c.learner import RolloutReport  # noqa: E402
-from a3c.trainer import shared_model  # noqa: E402
+from a3c.processes import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8

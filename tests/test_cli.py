@@ -130,7 +130,7 @@ def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_
                                           (["--target-return", "soon"], "--target-return"),
                                           (["--optimizer", "sgd"], "--optimizer"),
                                           (["--ray-address", "auto"], "--ray-address"),
-                                          (["--backend", "ray", "--normalize-obs"], "--normalize-obs")])
+                                          (["--backend", "ray", "--sync-interval", "0"], "--sync-interval")])
 def test_bad_option_value_is_a_usage_error(args, option, tmp_path):
     result = run_cli(*args, "--env", "CartPole-v1", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, option)

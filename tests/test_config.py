@@ -12,22 +12,19 @@ from a3c.config import Config, ConfigError
     ("num_processes", 0, "--num-processes"), ("lr", 0.0, "--lr"), ("gae_lambda", 1.1, "--gae-lambda"),
     ("optimizer", "sgd", "--optimizer"), ("eval_episodes", -1, "--eval-episodes"),
     ("target_return", "soon", "--target-return"), ("max_grad_norm", 0.0, "--max-grad-norm"),
-    ("backend", "mpi", "--backend"), ("ray_address", "auto", "--ray-address"),
+    ("backend", "mpi", "--backend"), ("ray_address", "auto", "--ray-address"), ("nodes", -1, "--nodes"),
+    ("sync_interval", 0, "--sync-interval"), ("global_shards", -1, "--global-shards"),
+    ("placement_timeout", 0.0, "--placement-timeout"),
 ])
 def test_bad_values_name_the_option(field, value, option):
     with pytest.raises(ConfigError, match=option):
         Config(**{field: value})
 
 
-def test_the_ray_backend_refuses_observation_normalisation():
-    with pytest.raises(ConfigError, match="--normalize-obs must be off with --backend ray"):
-        Config(backend="ray", normalize_obs=True)
-    Config(backend="ray", ray_address="auto")
-
-
 def test_good_edge_values_are_accepted():
     Config(gamma=1.0, gae_lambda=0.0, eval_episodes=0, target_return=None, entropy_coef=0.0)
     Config(target_return=200.0, optimizer="rmsprop", start_method="fork")
+    Config(backend="ray", ray_address="auto", normalize_obs=True, nodes=64, sync_interval=1)
 
 
 def test_dict_round_trip_ignores_unknown_keys():

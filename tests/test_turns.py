@@ -10,7 +10,7 @@ import time
 import pytest
 
 from a3c.config import Config
-from a3c.trainer import worker_turns
+from a3c.processes import worker_turns
 from a3c.turns import TURN_TIMEOUT_SECONDS, Turns
 
 CTX = multiprocessing.get_context("fork")

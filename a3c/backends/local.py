@@ -15,6 +15,7 @@ from ..config import Config
 from ..evaluator import run_evaluator
 from ..metrics import Console
 from ..processes import Shared
+from ..seeding import worker_seeds
 from ..worker import run_worker
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
@@ -24,8 +25,10 @@ class LocalBackend:
     """The worker processes and the evaluator on this machine, each with its own message pipe."""
 
     def __init__(self, ctx, config: Config, shared: Shared, run_dir: Path, start_time: float,
-                 best_eval: Optional[float], console: Console):
+                 best_eval: Optional[float], console: Console, first_rank: int = 0, first_incarnation: int = 0):
         self.ctx, self.config, self.shared, self.console = ctx, config, shared, console
+        # a node group's workers are ranks first_rank.. of the run, and its replacement's are new incarnations
+        self.first_rank, self.first_incarnation = first_rank, first_incarnation
         self.evaluator_args = (start_time, str(run_dir), best_eval)
         self.workers: dict[int, mp.Process] = {}
         self.restarts = {rank: 0 for rank in range(config.num_processes)}
@@ -42,7 +45,8 @@ class LocalBackend:
         return process
 
     def start_worker(self, rank: int) -> None:
-        self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, self.restarts[rank])
+        seeds = worker_seeds(self.config, self.first_rank + rank, self.first_incarnation + self.restarts[rank])
+        self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, seeds)
 
     def start_evaluator(self) -> None:
         if self.config.eval_episodes > 0:
@@ -105,6 +109,10 @@ class LocalBackend:
         Here the workers step them in shared memory: they always are.
         """
         return True
+
+    def report(self) -> dict:
+        """What summary.json adds for this backend."""
+        return {}
 
     def stop(self, handle) -> None:
         """Let every process finish its update, reading their messages so none blocks on a full pipe."""

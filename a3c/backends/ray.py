@@ -1,11 +1,11 @@
-"""The Ray backend (--backend ray): worker actors around one parameter-server actor.
+"""The Ray backend (--backend ray): a node group per node, synced through a sharded global model.
 
-Only the transport differs from the local backend. A worker actor runs the same
-ActorLearner and pushes its flat gradient (a numpy array) to the parameter
-server, which applies it with the same optimizer code, lr schedule and NaN
-guard, and answers with the fresh weights in the same call: one round trip per
-update. The trainer keeps its shared-memory model as a mirror of the server's,
-so the evaluator process, the metrics writer and the checkpoints work unchanged.
+Each node group (node_group.py) runs the local backend's Hogwild workers on its
+node's shared memory; only the groups' parameter deltas cross the network,
+every --sync-interval updates of a group, and no worker ever waits on Ray
+(docs/design.md, "Node groups"). The trainer keeps its shared-memory model as
+a mirror of the global model, so the evaluator process, the metrics writer and
+the checkpoints work as with the local backend.
 
 Ray is imported only here, and a3c.backends imports this module only for --backend ray.
 """
@@ -15,27 +15,22 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import warnings
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
-import torch
-
 from ..config import Config
 from ..errors import ConfigError, first_line
-from ..learner import ActorLearner, current_lr
-from ..messages import Update
-from ..optim import make_optimizer
-from ..processes import one_thread
-from ..seeding import seed_worker_torch, worker_seeds
-from ..worker import apply_gradient
+from ..messages import Notice, Update
+from ..optim import average_states
+from ..sync import SyncedState
+from .global_model import CALL_TIMEOUT_SECONDS, GlobalModel, read_only_tensor
 from .local import STOP_GRACE_SECONDS, LocalBackend
+from .node_group import GLOBAL_LOST, STOPPED, NodeGroup
 
-CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
-STOPPED, SERVER_LOST = "stopped", "parameter_server_lost"  # how a worker's run() ends
+DRAIN_INTERVAL_SECONDS = 0.1  # how often the trainer collects the groups' messages and mirrors the global model
 
 
 def import_ray():
@@ -46,13 +41,6 @@ def import_ray():
     return ray
 
 
-def read_only_tensor(array: np.ndarray) -> torch.Tensor:
-    """A tensor over an array from Ray's object store (always read-only), without a copy; never write to it."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
-
-
 @dataclass
 class RayCluster:
     """This process's connection to Ray: an instance it started, or a cluster it joined."""
@@ -60,6 +48,7 @@ class RayCluster:
     ray: Any  # the ray module
     address: str
     started: bool
+    groups: int  # node groups to run: --nodes, or one per node of the cluster
 
     def disconnect(self) -> None:
         """Stops an instance we started; leaves a joined cluster running (its driver just disconnects)."""
@@ -84,19 +73,21 @@ def connect(config: Config) -> RayCluster:
             ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise ConfigError(f"--ray-address {config.ray_address}: {first_line(error)}") from None
-        cluster = RayCluster(ray, address, started=False)
+        nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+        cluster = RayCluster(ray, address, started=False, groups=config.nodes or max(len(nodes), 1))
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an instance of this run only, on this machine
-        # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a worker actor
-        # takes one), so --num-processes may oversubscribe the cores as with the local backend.
-        context = ray.init(address="local", num_cpus=max(os.cpu_count() or 1, config.num_processes),
+        # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a group takes one
+        # per worker), so --num-processes may oversubscribe the cores as with the local backend.
+        groups = config.nodes or 1
+        context = ray.init(address="local", num_cpus=max(os.cpu_count() or 1, groups * config.num_processes),
                            include_dashboard=False, **options)
-        cluster = RayCluster(ray, context.address_info["gcs_address"], started=True)
+        cluster = RayCluster(ray, context.address_info["gcs_address"], started=True, groups=groups)
     cpus = ray.cluster_resources().get("CPU", 0)
-    if cpus < config.num_processes:
+    if cpus < cluster.groups * config.num_processes:
         cluster.disconnect()
-        raise ConfigError(f"--num-processes {config.num_processes} needs as many CPUs, and the Ray cluster at "
-                          f"{cluster.address} has {cpus:g}")
+        raise ConfigError(f"{cluster.groups} node groups x --num-processes {config.num_processes} need as many "
+                          f"CPUs, and the Ray cluster at {cluster.address} has {cpus:g}")
     return cluster
 
 
@@ -115,195 +106,205 @@ def reachable_address(ray, address: str) -> str:
     return resolved
 
 
-class ParameterServer:
-    """The shared model and optimizer of a Ray run, in one actor that applies gradients as they arrive.
-
-    A Ray actor runs one call at a time, so no two gradients race (unlike Hogwild).
-    """
-
-    def __init__(self, config: Config, weights: np.ndarray, optimizer_state: dict, env_steps: int):
-        one_thread()
-        self.config = config
-        self.weights = torch.from_numpy(weights.copy())
-        self.optimizer = make_optimizer(config.optimizer, [self.weights], config.lr)
-        self.optimizer.load_state_dict(optimizer_state)
-        self.env_steps = env_steps
-        self.updates: list[Update] = []
-        self.stop_requested = False
-        self.read_at: dict[int, int] = {}  # rank -> the optimizer step of the weights it was last sent
-
-    def pull(self, rank: int) -> tuple[np.ndarray, bool]:
-        """The current weights and whether the workers should stop."""
-        self.read_at[rank] = self.optimizer.step_count()
-        return self.weights.numpy(), self.stop_requested or self.env_steps >= self.config.max_steps
-
-    def push(self, rank: int, grad: np.ndarray, report) -> tuple[np.ndarray, bool]:
-        """Apply one worker's gradient, as the local worker does; answer as pull() does."""
-        lr = current_lr(self.config, self.env_steps)
-        apply_gradient(self.optimizer, read_only_tensor(grad), lr, report, self.read_at[rank])
-        self.env_steps += report.env_steps
-        self.updates.append(Update(rank, report))
-        return self.pull(rank)
-
-    def drain(self) -> tuple[list[Update], np.ndarray]:
-        """The updates since the last drain, and the current weights."""
-        updates, self.updates = self.updates, []
-        return updates, self.weights.numpy()
-
-    def state(self) -> tuple[np.ndarray, dict]:
-        return self.weights.numpy(), self.optimizer.state_dict()
-
-    def request_stop(self) -> None:
-        self.stop_requested = True
-
-
-class RolloutWorker:
-    """One worker actor: the local worker's ActorLearner, its weights coming from the parameter server."""
-
-    def __init__(self, config: Config, rank: int, incarnation: int):
-        one_thread()
-        seeds = worker_seeds(config, rank, incarnation)
-        seed_worker_torch(seeds)
-        self.rank = rank
-        self.learner = ActorLearner(config, seeds)
-
-    def run(self, server) -> str:
-        """Update until the server says stop; returns STOPPED, or SERVER_LOST when the server died."""
-        ray = import_ray()
-        try:
-            weights, stop = ray.get(server.pull.remote(self.rank), timeout=CALL_TIMEOUT_SECONDS)
-            while not stop:
-                self.learner.load_weights(read_only_tensor(weights))
-                grad, report = self.learner.next_gradient()
-                weights, stop = ray.get(server.push.remote(self.rank, grad.numpy(), report),
-                                        timeout=CALL_TIMEOUT_SECONDS)
-        except ray.exceptions.RayActorError:
-            return SERVER_LOST
-        return STOPPED
-
-
 class RayBackend(LocalBackend):
-    """Worker actors and the parameter server on Ray, behind LocalBackend's interface; the evaluator stays local.
+    """Node-group actors and the global model on Ray, behind LocalBackend's interface; the evaluator stays local.
 
-    receive() drains the server into the trainer's shared-memory mirror: the
-    updates become the same Update messages local workers
-    send, and the weights are copied where the evaluator reads them.
+    receive() drains the groups' messages (the same Update messages local workers
+    send) and copies the global weights where the evaluator reads them.
     """
 
     def __init__(self, cluster: RayCluster, *backend_args):
         super().__init__(*backend_args)
         self.cluster, self.ray = cluster, cluster.ray
-        self.server = None
-        self.actors: dict[int, Any] = {}  # rank -> actor handle
-        self.runs: dict[Any, int] = {}  # the ref of each worker's run() call -> rank
-        self.server_failed = False
+        self.mirror = SyncedState(self.shared.optimizer.params[0], self.shared.model.obs_norm)
+        self.global_model: Optional[GlobalModel] = None
+        self.groups: dict[int, Any] = {}  # index -> actor handle
+        self.runs: dict[Any, int] = {}  # the ref of each group's run() call -> index
+        self.placing: dict[Any, tuple[int, float]] = {}  # the ref of a group's node() call -> index, deadline
+        self.placed: set[int] = set()
+        self.group_restarts = {index: 0 for index in range(cluster.groups)}
+        self.failed: Optional[str] = None  # the stop reason, once the run cannot go on
+        self.next_drain = 0.0
         self.final_state_fetched = False
+        self.traffic: dict = {}
 
     def start(self) -> None:
         # Forked after ray.init: measured safe (the child never calls into Ray), and connecting first
         # lets a bad --ray-address fail before the run dir is made.
         self.start_evaluator()
-        optimizer = self.shared.optimizer  # fresh, or restored by --resume
-        self.server = self.ray.remote(num_cpus=0, max_restarts=0)(ParameterServer).remote(
-            self.config, optimizer.params[0].numpy(), optimizer.state_dict(), self.shared.env_steps.total())
-        self.worker_class = self.ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)
-        for rank in range(self.config.num_processes):
-            self.start_worker(rank)
+        weights, *norm_sums = [value.numpy() for value in self.mirror.read()]
+        self.global_model = GlobalModel.create(self.ray, weights, norm_sums[0] if norm_sums else None,
+                                               self.shared.env_steps.total(), self.config.global_shards)
+        self.group_class = self.ray.remote(num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4,
+                                           scheduling_strategy="SPREAD")(NodeGroup)
+        for index in range(self.cluster.groups):
+            self.start_group(index)
 
-    def start_worker(self, rank: int) -> None:
-        actor = self.worker_class.remote(self.config, rank, self.restarts[rank])
-        self.actors[rank] = actor
-        self.runs[actor.run.remote(self.server)] = rank
+    def start_group(self, index: int) -> None:
+        """A new group, from the global weights and the mirror's optimizer state (fresh, resumed or last checkpointed)."""
+        actor = self.group_class.remote(self.config, index, self.group_restarts[index],
+                                        self.shared.optimizer.state_dict())
+        self.groups[index] = actor
+        self.placing[actor.node.remote()] = (index, time.monotonic() + self.config.placement_timeout)
+        self.runs[actor.run.remote(self.global_model)] = index
 
     def receive(self, handle, timeout: float) -> None:
         super().receive(handle, timeout)  # the evaluator's messages; paces the trainer's loop
-        if self.server is not None and not self.server_failed:
+        if self.global_model is not None and self.failed is None and time.monotonic() >= self.next_drain:
+            self.next_drain = time.monotonic() + DRAIN_INTERVAL_SECONDS
             self._drain(handle)
 
-    def _call_server(self, method: str):
-        """One call to the parameter server; None (and server_failed) when it is gone or hangs."""
-        try:
-            return self.ray.get(getattr(self.server, method).remote(), timeout=CALL_TIMEOUT_SECONDS)
-        except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError) as error:
-            self._server_lost(first_line(error))
-            return None
-
-    def _server_lost(self, cause: str) -> None:
-        if not self.server_failed:
-            self.console.message(f"the parameter server is lost ({cause}); stopping; checkpoints/last.pt "
-                                 "keeps the last checkpoint", error=True)
-        self.server_failed = True
-
     def _drain(self, handle) -> None:
-        drained = self._call_server("drain")
-        if drained is None:
-            return
-        updates, weights = drained
-        for update in updates:
-            self.shared.env_steps.add(update.rank, update.report.env_steps)
-            handle(update)
-        self._mirror(weights)
+        """The placed groups' messages (a lost group's are lost with it), then the mirror."""
+        calls = [self.groups[index].drain.remote() for index in sorted(self.placed)]
+        answered, _ = self.ray.wait(calls, num_returns=len(calls), timeout=CALL_TIMEOUT_SECONDS)
+        for ref in answered:
+            try:
+                messages = self.ray.get(ref, timeout=0)
+            except self.ray.exceptions.RayError:  # its group is gone: check() replaces it
+                continue
+            for message in messages:
+                self._deliver(message, handle)
+        self._mirror()
         if self.shared.env_steps.total() >= self.config.max_steps:
             self.shared.stop.set()
 
-    @torch.no_grad()
-    def _mirror(self, weights: np.ndarray) -> None:
-        self.shared.optimizer.params[0].copy_(read_only_tensor(weights))
+    def _deliver(self, message, handle) -> None:
+        if isinstance(message, Notice):
+            self.console.message(message.line, error=message.error)
+            return
+        if isinstance(message, Update):
+            self.shared.env_steps.add(0, message.report.env_steps)  # the trainer's own count: it has no workers
+        handle(message)
+
+    def _mirror(self) -> None:
+        try:
+            values, _ = self.global_model.read()
+        except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError) as error:
+            self._global_lost(first_line(error))
+            return
+        self.mirror.assign([read_only_tensor(value) for value in values])
+
+    def _global_lost(self, cause: str) -> None:
+        if self.failed is None:
+            self.console.message(f"the global model is lost ({cause}); stopping; checkpoints/last.pt keeps the "
+                                 "last checkpoint", error=True)
+        self.failed = "global_model_failed"
 
     def check(self) -> Optional[str]:
-        if self.server_failed:
-            return "parameter_server_failed"
-        ended, _ = self.ray.wait(list(self.runs), num_returns=len(self.runs), timeout=0)
-        for ref in ended:
-            rank = self.runs.pop(ref)
-            outcome = self._outcome(rank, ref)
-            if outcome == SERVER_LOST:
-                self._server_lost(f"worker {rank} could not reach it")
-                return "parameter_server_failed"
-            if outcome != STOPPED and self.restart_worker(rank, outcome) is not None:
-                return "worker_failed"
+        if self.failed is None:
+            self.failed = self._check_placements() or self._check_groups()
+        if self.failed is not None:
+            return self.failed
         if self.evaluator_failed():
             return "evaluator_failed"
         return None if self.runs else "max_steps"
 
-    def _outcome(self, rank: int, ref) -> str:
-        """STOPPED, SERVER_LOST, or why the worker died (then its actor is gone)."""
+    def _check_placements(self) -> Optional[str]:
+        """Groups that are placed; "node_group_unplaced" once one waited past --placement-timeout."""
+        if not self.placing:
+            return None
+        ready, _ = self.ray.wait(list(self.placing), num_returns=len(self.placing), timeout=0)
+        for ref in ready:  # built, or failed to build: then its run() call says so
+            self.placed.add(self.placing.pop(ref)[0])
+        for index, deadline in self.placing.values():
+            if time.monotonic() > deadline:
+                self.console.message(f"node group {index} found no node with {self.config.num_processes} free CPUs "
+                                     f"within --placement-timeout {self.config.placement_timeout:g} s; stopping",
+                                     error=True)
+                return "node_group_unplaced"
+        return None
+
+    def _check_groups(self) -> Optional[str]:
+        """Replace lost groups while restarts last; say why the run must stop, if it must."""
+        ended, _ = self.ray.wait(list(self.runs), num_returns=len(self.runs), timeout=0)
+        for ref in ended:
+            index = self.runs.pop(ref)
+            outcome = self._outcome(index, ref)
+            if outcome == GLOBAL_LOST:
+                self._global_lost(f"node group {index} could not reach it")
+                return self.failed
+            if outcome == "worker_failed":
+                return outcome
+            if outcome not in (STOPPED, "max_steps") and self.restart_group(index, outcome) is not None:
+                return "node_group_failed"
+        return None
+
+    def _outcome(self, index: int, ref) -> str:
+        """How group `index`'s run() ended, or why the group was lost (then its actor is gone)."""
         ray = self.ray
+        self.placed.discard(index)
         try:
             return ray.get(ref, timeout=CALL_TIMEOUT_SECONDS)
-        except ray.exceptions.RayTaskError as error:  # an exception in the worker: its actor lives on idle
-            ray.kill(self.actors[rank])
-            self.console.message(f"worker {rank} failed:\n{str(error).rstrip()}", error=True)
+        except ray.exceptions.RayTaskError as error:  # an exception in the group's own code: its actor lives on idle
+            ray.kill(self.groups[index])
+            self.console.message(f"node group {index} failed:\n{str(error).rstrip()}", error=True)
             return f"raised {type(error.cause).__name__}"
         except ray.exceptions.RayActorError as error:
             return f"its actor died: {first_line(error)}"
 
+    def restart_group(self, index: int, cause: str) -> Optional[str]:
+        """Start a lost group again, on any node with room; "node_group_failed" once its restarts are used up."""
+        limit = self.config.max_worker_restarts
+        if self.group_restarts[index] >= limit:
+            self.console.message(f"node group {index} was lost ({cause}) and has no restarts left "
+                                 f"(--max-worker-restarts {limit})", error=True)
+            return "node_group_failed"
+        self.group_restarts[index] += 1
+        self.console.message(f"node group {index} was lost ({cause}); starting a new one from the global weights "
+                             f"({self.group_restarts[index]}/{limit})", error=True)
+        self.start_group(index)
+        return None
+
     def sync_state(self) -> bool:
-        """Fetch the server's weights and optimizer state into the mirror (after stop(): what it fetched)."""
-        if self.server is None:
+        """Mirror the global weights, and the mean of the groups' optimizer states (those that answer);
+        after stop(): what it fetched."""
+        if self.global_model is None:
             return self.final_state_fetched
-        state = None if self.server_failed else self._call_server("state")
-        if state is None:
+        self._mirror()
+        if self.failed == "global_model_failed":
             return False
-        weights, optimizer_state = state
-        self._mirror(weights)
-        self.shared.optimizer.load_state_dict(optimizer_state)
+        calls = [self.groups[index].optimizer_state.remote() for index in sorted(self.placed)]
+        answered, _ = self.ray.wait(calls, num_returns=len(calls), timeout=CALL_TIMEOUT_SECONDS)
+        states = []
+        for ref in answered:
+            try:
+                states.append(self.ray.get(ref, timeout=0))
+            except self.ray.exceptions.RayError:  # a group lost meanwhile
+                pass
+        if states:
+            self.shared.optimizer.load_state_dict(average_states(states))
         return True
 
     def stop(self, handle) -> None:
-        """Workers finish their update, the evaluator stops, the final state is fetched; then Ray is released."""
-        if not self.server_failed:
-            self._call_server("request_stop")
-        super().stop(handle)  # the evaluator; its receive() calls keep draining the server
-        if self.runs:
-            self.ray.wait(list(self.runs), num_returns=len(self.runs), timeout=STOP_GRACE_SECONDS)
-        if not self.server_failed:
+        """Groups finish their updates and send their last deltas, the evaluator stops, the final state is
+        fetched; then Ray is released."""
+        for index in self.placed:
+            self.groups[index].request_stop.remote()
+        super().stop(handle)  # the evaluator; its receive() calls keep draining the groups
+        placed_runs = [ref for ref, index in self.runs.items() if index in self.placed]
+        if placed_runs:
+            self.ray.wait(placed_runs, num_returns=len(placed_runs), timeout=STOP_GRACE_SECONDS + CALL_TIMEOUT_SECONDS)
+        if self.failed != "global_model_failed":
             self._drain(handle)
             self.final_state_fetched = self.sync_state()
-        for actor in [*self.actors.values(), self.server]:
+            self.traffic = self._traffic()
+        for actor in self.groups.values():
             self.ray.kill(actor)
-        self.server = None
+        self.global_model.kill()
+        self.global_model = None
         self.cluster.disconnect()
+
+    def _traffic(self) -> dict:
+        try:
+            traffic = self.global_model.traffic()
+        except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError):
+            return {}
+        return {"node_groups": self.cluster.groups, "global_model_calls": traffic["calls"],
+                "sync_megabytes": round(traffic["bytes"] / 1e6, 3)}
+
+    def report(self) -> dict:
+        return self.traffic
 
     def kill(self) -> None:
         super().kill()

@@ -1,0 +1,135 @@
+"""A node group: the local backend's Hogwild workers on one node, synced with the global model now and then.
+
+The group is a Ray actor that owns its node's shared-memory model and runs the
+local backend inside it, unchanged: the same worker processes, turns and
+restarts. Its workers never call Ray. Every --sync-interval updates of the
+group's optimizer, the actor's loop sends the group's delta to the global
+model and takes the global weights back (a3c/sync.py); meanwhile the workers
+go on updating. The trainer drains the group's messages and asks it to stop.
+
+The actor is threaded: run() loops in one thread while drain(), request_stop()
+and optimizer_state() answer in others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+from collections import deque
+
+import torch
+import torch.multiprocessing as mp
+
+from ..config import Config
+from ..counter import StepCounter
+from ..envs import env_spec
+from ..messages import Failure, Notice, Update
+from ..processes import Shared, one_thread, shared_model, start_method, worker_turns
+from ..sync import SyncedState, sync_round
+from .global_model import GlobalModel, read_only_tensor
+from .local import LocalBackend
+
+STOPPED, GLOBAL_LOST = "stopped", "global_model_lost"  # how run() ends, besides the local backend's reasons
+
+
+class Outbox:
+    """What a group tells the trainer, kept until the trainer drains it: the workers' messages with
+    run-wide ranks, and the local backend's console lines (it calls message() as on a Console)."""
+
+    def __init__(self, index: int, first_rank: int):
+        self.index, self.first_rank = index, first_rank
+        self.queue: deque = deque()  # appended by run()'s thread, popped by drain()'s
+
+    def handle(self, message) -> None:
+        if isinstance(message, Update):
+            message = dataclasses.replace(message, rank=self.first_rank + message.rank)
+        elif isinstance(message, Failure):
+            message = Failure(f"node group {self.index} {message.source}", message.traceback)
+        self.queue.append(message)
+
+    def message(self, line: str, error: bool = False) -> None:
+        self.queue.append(Notice(f"node group {self.index}: {line}", error))
+
+    def drain(self) -> list:
+        return [self.queue.popleft() for _ in range(len(self.queue))]
+
+
+class NodeGroup:
+    """One node's workers around its shared-memory model; `incarnation` counts replacements of group `index`."""
+
+    def __init__(self, config: Config, index: int, incarnation: int, optimizer_state: dict):
+        one_thread()
+        self.config = config
+        local = config.replace(backend="local", ray_address="", eval_episodes=0)  # inside a group, a local run
+        model, optimizer = shared_model(local, env_spec(config.env))
+        optimizer.load_state_dict(optimizer_state)
+        ctx = mp.get_context(start_method(config))
+        workers = config.num_processes
+        self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local))
+        self.outbox = Outbox(index, index * workers)
+        self.backend = LocalBackend(ctx, local, self.shared, None, 0.0, None, self.outbox, first_rank=index * workers,
+                                    first_incarnation=incarnation * (config.max_worker_restarts + 1))
+        self.synced = SyncedState(optimizer.params[0], model.obs_norm)
+        self.stop_requested = threading.Event()
+        self.global_model = self.anchor = None
+        self.reported_steps = self.synced_at = 0
+
+    def node(self) -> str:
+        """Answers once the actor is placed and built: the host it runs on."""
+        return socket.gethostname()
+
+    def run(self, global_model: GlobalModel) -> str:
+        """Train until stopped; returns STOPPED, "max_steps", "worker_failed" or GLOBAL_LOST."""
+        import ray
+        self.global_model = global_model
+        try:
+            self._take_global_weights()
+            self.backend.start()
+            outcome = self._train()
+            self.backend.stop(self.outbox.handle)
+            self._sync()  # the last updates count too
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            self.backend.stop(self.outbox.handle)
+            return GLOBAL_LOST
+        return outcome
+
+    def _take_global_weights(self) -> None:
+        values, env_steps = self.global_model.read()
+        self.anchor = [read_only_tensor(value) for value in values]
+        self.synced.assign(self.anchor)
+        self.shared.env_steps.set_elsewhere(env_steps)
+
+    def _train(self) -> str:
+        while True:
+            self.backend.receive(self.outbox.handle, timeout=0.05)
+            if self.shared.optimizer.step_count() - self.synced_at >= self.config.sync_interval:
+                self._sync()
+            if self.stop_requested.is_set():
+                return STOPPED
+            if self.shared.stop.is_set():  # the run's env steps, as this group last heard them, reached --max-steps
+                return "max_steps"
+            if (failed := self.backend.check()) is not None:
+                return failed
+
+    def _sync(self) -> None:
+        own_steps = self.shared.env_steps.own()
+        self.synced_at = self.shared.optimizer.step_count()
+
+        def exchange(deltas: list[torch.Tensor]) -> list[torch.Tensor]:
+            values, env_steps = self.global_model.exchange([delta.numpy() for delta in deltas],
+                                                           own_steps - self.reported_steps)
+            self.shared.env_steps.set_elsewhere(env_steps - own_steps)
+            return [read_only_tensor(value) for value in values]
+
+        self.anchor = sync_round(self.synced, self.anchor, exchange)
+        self.reported_steps = own_steps
+
+    def drain(self) -> list:
+        return self.outbox.drain()
+
+    def request_stop(self) -> None:
+        self.stop_requested.set()
+
+    def optimizer_state(self) -> dict:
+        return self.shared.optimizer.state_dict()
