@@ -102,7 +102,7 @@ TRAIN_OPTIONS = [
            type=int),
     option("--global-shards", "with --backend ray: actors holding the global weights (0: one per 4M parameters)",
            type=int),
-    option("--placement-timeout", "with --backend ray: seconds a node group may wait for free CPUs", type=float),
+    option("--placement-timeout", "with --backend ray: seconds a node group may take to find free CPUs and start", type=float),
 ]
 
 

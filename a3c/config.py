@@ -71,7 +71,7 @@ class Config:
     # updates of a group's optimizer between its exchanges with the global model (docs/design.md, "Node groups")
     sync_interval: int = 20
     global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
-    placement_timeout: float = 120.0  # seconds a (replacement) node group may wait for free CPUs
+    placement_timeout: float = 120.0  # seconds a (replacement) node group may take to find free CPUs and start
 
     def __post_init__(self) -> None:
         widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)

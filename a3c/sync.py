@@ -39,7 +39,9 @@ def sums_to_moments(sums: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.T
 class SyncedState:
     """What a node group exchanges: its flat weights and, with --normalize-obs, its observation sums.
 
-    Both are read and written in place while the group's workers keep updating them (Hogwild).
+    Both are read and written in place while the group's workers keep updating them (Hogwild): a
+    worker's update of the statistics that lands between add()'s read and write is lost (CartPole,
+    one env per worker: under 1% of the observations).
     """
 
     def __init__(self, weights: torch.Tensor, norm: Optional[RunningNorm]):

@@ -71,7 +71,10 @@ class GlobalModel:
     def create(cls, ray, weights: np.ndarray, norm_sums: Optional[np.ndarray], env_steps: int,
                shards: int) -> "GlobalModel":
         bounds = shard_bounds(len(weights), shard_count(shards, len(weights)))
-        actor = ray.remote(num_cpus=0, max_restarts=0)(GlobalShard)
+        # on the trainer's node: a run outlives the loss of any other node
+        here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
+                                                                           soft=False)
+        actor = ray.remote(num_cpus=0, max_restarts=0, scheduling_strategy=here)(GlobalShard)
         handles = []
         for k, (begin, end) in enumerate(zip(bounds, bounds[1:])):
             extras = [norm_sums] if k == 0 and norm_sums is not None else []

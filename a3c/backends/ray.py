@@ -209,9 +209,9 @@ class RayBackend(LocalBackend):
             self.placed.add(self.placing.pop(ref)[0])
         for index, deadline in self.placing.values():
             if time.monotonic() > deadline:
-                self.console.message(f"node group {index} found no node with {self.config.num_processes} free CPUs "
-                                     f"within --placement-timeout {self.config.placement_timeout:g} s; stopping",
-                                     error=True)
+                self.console.message(f"node group {index} did not start within --placement-timeout "
+                                     f"{self.config.placement_timeout:g} s: no node has {self.config.num_processes} "
+                                     "free CPUs for it; stopping", error=True)
                 return "node_group_unplaced"
         return None
 

@@ -1,0 +1,104 @@
+"""What node groups and the global model exchange (a3c/sync.py), with no Ray: the global model is a list here."""
+
+from __future__ import annotations
+
+import torch
+
+from a3c.model import RunningNorm
+from a3c.optim import average_states
+from a3c.sync import SyncedState, moments_to_sums, sums_to_moments, sync_round
+
+
+def norm_of(data: torch.Tensor) -> RunningNorm:
+    norm = RunningNorm((data.shape[1],))
+    for batch in data.split(7):
+        norm.update(batch)
+    return norm
+
+
+def test_sums_round_trip_to_the_same_moments_and_start_from_mean_0_variance_1():
+    norm = norm_of(torch.randn(50, 3) * 4 + 2)
+    count, mean, var = sums_to_moments(moments_to_sums(norm.count, norm.mean, norm.var), (3,))
+    torch.testing.assert_close((count, mean, var), (norm.count, norm.mean, norm.var))
+    fresh = RunningNorm((2, 2))
+    count, mean, var = sums_to_moments(moments_to_sums(fresh.count, fresh.mean, fresh.var), (2, 2))
+    assert count == 0 and torch.equal(mean, fresh.mean) and torch.equal(var, fresh.var)
+
+
+def test_adding_two_groups_sums_gives_the_statistics_of_all_their_data():
+    first, second = torch.randn(40, 3), torch.randn(90, 3) * 3 + 5
+    a, b, both = norm_of(first), norm_of(second), norm_of(torch.cat([first, second]))
+    added = moments_to_sums(a.count, a.mean, a.var) + moments_to_sums(b.count, b.mean, b.var)
+    torch.testing.assert_close(sums_to_moments(added, (3,)), (both.count, both.mean, both.var))
+
+
+class GlobalList:
+    """The global model's arithmetic: add each delta, answer with the values."""
+
+    def __init__(self, values: list[torch.Tensor]):
+        self.values = [value.clone() for value in values]
+
+    def exchange(self, deltas: list[torch.Tensor]) -> list[torch.Tensor]:
+        for value, delta in zip(self.values, deltas):
+            value += delta
+        return [value.clone() for value in self.values]
+
+
+def test_every_groups_update_reaches_the_global_weights_once():
+    start = torch.zeros(4)
+    global_model = GlobalList([start])
+    groups = [SyncedState(start.clone(), None) for _ in range(2)]
+    anchors = [[start.clone()] for _ in groups]
+    applied = torch.zeros(4)
+    for round_ in range(5):
+        for index, group in enumerate(groups):
+            step = torch.randn(4)
+            group.weights += step  # a worker's update
+            applied += step
+            anchors[index] = sync_round(group, anchors[index], global_model.exchange)
+    torch.testing.assert_close(global_model.values[0], applied)
+    # the group that synced last holds the global weights
+    torch.testing.assert_close(groups[1].weights, applied)
+
+
+def test_an_update_applied_during_the_round_trip_is_kept_and_sent_next_time():
+    group = SyncedState(torch.zeros(3), None)
+    global_model = GlobalList([torch.zeros(3)])
+    late = torch.tensor([0.0, 1.0, 0.0])
+
+    def exchange_while_a_worker_updates(deltas):
+        group.weights += late  # lands after the snapshot was read
+        return global_model.exchange(deltas)
+
+    group.weights += torch.tensor([1.0, 0.0, 0.0])
+    anchor = sync_round(group, [torch.zeros(3)], exchange_while_a_worker_updates)
+    torch.testing.assert_close(group.weights, torch.tensor([1.0, 1.0, 0.0]))
+    torch.testing.assert_close(global_model.values[0], torch.tensor([1.0, 0.0, 0.0]))
+    sync_round(group, anchor, global_model.exchange)
+    torch.testing.assert_close(global_model.values[0], torch.tensor([1.0, 1.0, 0.0]))
+
+
+def test_observation_statistics_of_two_groups_merge_through_the_global_sums():
+    first, second = torch.randn(30, 2), torch.randn(60, 2) * 2 - 1
+    groups = [SyncedState(torch.zeros(1), RunningNorm((2,))) for _ in range(2)]
+    start = groups[0].read()
+    global_model = GlobalList(start)
+    anchors = [start, start]
+    groups[0].norm.update(first)
+    groups[1].norm.update(second)
+    for _ in range(2):  # the second round brings group 0 the data group 1 sent after it
+        for index, group in enumerate(groups):
+            anchors[index] = sync_round(group, anchors[index], global_model.exchange)
+    both = norm_of(torch.cat([first, second]))
+    for group in groups:
+        torch.testing.assert_close((group.norm.count, group.norm.mean, group.norm.var),
+                                   (both.count, both.mean, both.var))
+
+
+def test_optimizer_states_average_their_moments_and_keep_the_most_steps():
+    states = [{"steps": torch.tensor(5.0), "exp_avg": [torch.tensor([1.0, 3.0])], "exp_avg_sq": [torch.tensor([2.0])]},
+              {"steps": torch.tensor(9.0), "exp_avg": [torch.tensor([3.0, 5.0])], "exp_avg_sq": [torch.tensor([4.0])]}]
+    merged = average_states(states)
+    assert merged["steps"] == 9.0
+    torch.testing.assert_close(merged["exp_avg"], [torch.tensor([2.0, 4.0])])
+    torch.testing.assert_close(merged["exp_avg_sq"], [torch.tensor([3.0])])
