@@ -68,8 +68,10 @@ class Config:
     backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
     nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
-    # updates of a group's optimizer between its exchanges with the global model (docs/design.md, "Node groups")
-    sync_interval: int = 20
+    # updates of a group's optimizer between its exchanges with the global model (docs/design.md, "Node groups"):
+    # CartPole, 2 groups, 5 seeds: 10, 20, 50, 100 all solved at about a local run's env steps; 50 made
+    # 27 times fewer calls than one per update
+    sync_interval: int = 50
     global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
     placement_timeout: float = 120.0  # seconds a (replacement) node group may take to find free CPUs and start
 

@@ -1,14 +1,21 @@
-"""The Ray backend against the local one on CartPole-v1: parameter-server round trips and env steps per second.
+"""The Ray backend's node groups against the local backend on CartPole-v1, and a model of a cluster from the figures.
 
 One local Ray instance, started as the trainer starts its own, serves every measurement:
-- round trips/s of the parameter server with no rollout work: pusher actors send a
-  fixed gradient of the real model's size in a loop (1 and 2 pushers);
-- round trips/s with rollout work: the backend's own RolloutWorker actors (2) updating
-  against the parameter server, counted by draining its reports;
-- env steps/s and updates/s of whole training runs through the CLI, --backend local
-  and --backend ray (joined to the instance), 2 workers x 8 envs, no evaluator, each
-  stopped by SIGINT after --seconds; steady rate from metrics.csv after a warm-up.
-Each figure is the median of --repeats.
+1. Throughput: whole runs through the CLI, --backend local against --backend ray with one node
+   group, the same 2 workers x 8 envs (the throughput benchmark's settings), no evaluator,
+   interleaved, each stopped by SIGINT after --seconds; steady env steps/s from metrics.csv and
+   the global-model calls of summary.json. Beside them the env-alone rate (random actions, one
+   process per core).
+2. The global model's capacity: pusher actors call GlobalModel.exchange in a loop with deltas of
+   CartPole's model and of a 1M-parameter model (1 and 2 pushers, one shard): calls/s one shard
+   sustains, and from the two sizes its cost per call and per byte.
+3. The trainer's capacity: Update messages/s its metrics writer handles (every update of every
+   group passes through it).
+4. Learning: CartPole's preset over --seeds, --backend local with 2 workers against 2 node
+   groups of 1 worker for each --sync-interval: runs solved, env steps and seconds to solve, and
+   calls to the global model per 1,000 env steps against updates per 1,000 env steps (the
+   round trips per update of the parameter server this backend replaced).
+Then the scaling model: predicted env steps/s for 1 to 64 nodes and what limits it.
 """
 
 from __future__ import annotations
@@ -27,72 +34,63 @@ import numpy as np
 import ray
 
 from common import DEFAULTS_WITHOUT_PRESET, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from solve import show, spread
+from throughput import env_ceiling
 
-sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its actors directly
-from a3c.backends.ray import CALL_TIMEOUT_SECONDS, ParameterServer, RolloutWorker, connect  # noqa: E402
+sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its pieces directly
+from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel  # noqa: E402
+from a3c.backends.ray import connect  # noqa: E402
 from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
 from a3c.learner import RolloutReport  # noqa: E402
+from a3c.messages import Update  # noqa: E402
+from a3c.metrics import Console, MetricsWriter  # noqa: E402
 from a3c.processes import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8
 WARMUP_SECONDS = 2.0
+LARGE_MODEL = 1_000_000  # parameters: the size of a small Atari network
+NODES = [1, 2, 4, 8, 16, 32, 64]
 
 
 class Pusher:
-    """Pushes one fixed gradient to the parameter server as fast as the answers come: no rollout work."""
+    """Exchanges one fixed delta with the global model as fast as the answers come: no rollout work."""
 
-    def __init__(self, size: int):
-        self.grad = np.full(size, 1e-3, dtype=np.float32)
+    def __init__(self, global_model: GlobalModel, size: int):
+        self.global_model = global_model
+        self.delta = np.zeros(size, dtype=np.float32)
 
-    def push_for(self, server, rank: int, seconds: float) -> int:
-        """Push the same gradient in a loop for `seconds`; returns the round trips made."""
-        report = RolloutReport(0, [], [], 0.0, 0.0, 0.0, 1.0)  # no env steps: the lr never decays
-        ray.get(server.pull.remote(rank), timeout=CALL_TIMEOUT_SECONDS)
+    def exchange_for(self, seconds: float) -> int:
         count, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
-            ray.get(server.push.remote(rank, self.grad, report), timeout=CALL_TIMEOUT_SECONDS)
+            self.global_model.exchange([self.delta], 0)
             count += 1
         return count
 
 
-def new_server(config: Config):
-    _, optimizer = shared_model(config, env_spec(config.env))
-    return ray.remote(num_cpus=0)(ParameterServer).remote(config, optimizer.params[0].numpy(),
-                                                         optimizer.state_dict(), 0)
-
-
-def round_trips_without_rollouts(config: Config, pushers: int, seconds: float) -> float:
-    server = new_server(config)
-    size = len(ray.get(server.pull.remote(0), timeout=CALL_TIMEOUT_SECONDS)[0])
-    actors = [ray.remote(num_cpus=1)(Pusher).remote(size) for _ in range(pushers)]
-    counts = ray.get([actor.push_for.remote(server, rank, seconds) for rank, actor in enumerate(actors)],
-                     timeout=seconds + 60)
-    for actor in [*actors, server]:
+def exchanges_per_second(size: int, pushers: int, seconds: float) -> float:
+    global_model = GlobalModel.create(ray, np.zeros(size, dtype=np.float32), None, 0, shards=1)
+    actors = [ray.remote(num_cpus=1)(Pusher).remote(global_model, size) for _ in range(pushers)]
+    counts = ray.get([actor.exchange_for.remote(seconds) for actor in actors], timeout=seconds + CALL_TIMEOUT_SECONDS)
+    for actor in actors:
         ray.kill(actor)
+    global_model.kill()
     return sum(counts) / seconds
 
 
-def round_trips_with_rollouts(config: Config, seconds: float) -> dict:
-    server = new_server(config)
-    workers = [ray.remote(num_cpus=1)(RolloutWorker).remote(config, rank, 0) for rank in range(WORKERS)]
-    runs = [worker.run.remote(server) for worker in workers]
-    deadline = time.monotonic() + CALL_TIMEOUT_SECONDS
-    while not ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)[0] and time.monotonic() < deadline:
-        time.sleep(0.1)  # actors start in seconds: new processes that import torch
-    time.sleep(WARMUP_SECONDS)
-    ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
-    began = time.monotonic()
-    time.sleep(seconds)
-    updates, _ = ray.get(server.drain.remote(), timeout=CALL_TIMEOUT_SECONDS)
-    elapsed = time.monotonic() - began
-    ray.get(server.request_stop.remote(), timeout=CALL_TIMEOUT_SECONDS)
-    ray.wait(runs, num_returns=len(runs), timeout=CALL_TIMEOUT_SECONDS)
-    for actor in [*workers, server]:
-        ray.kill(actor)
-    return {"round_trips_per_second": len(updates) / elapsed,
-            "env_steps_per_second": sum(update.report.env_steps for update in updates) / elapsed}
+def messages_per_second(count: int = 50_000) -> float:
+    """Update messages/s through the trainer's metrics writer, rows and all."""
+    report = RolloutReport(80, [20.0], [20], 0.1, 0.2, 0.3, 1.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = MetricsWriter(Path(tmp), 20_000, 3600, 10**9, lambda steps: 1e-3, time.monotonic(),
+                               Console(print, live=False))
+        began = time.perf_counter()
+        for _ in range(count):
+            writer.handle(Update(0, report))
+        elapsed = time.perf_counter() - began
+        writer.close()
+    return count / elapsed
 
 
 def steady_rates(run_dir: Path) -> dict:
@@ -113,24 +111,58 @@ def train_for(seconds: float, **backend) -> dict:
                                   eval_episodes=0, log_interval=2000, print_interval=3600, **options,
                                   **backend) + ["--no-tensorboard"]
         run_timed(command, timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
-        return {**steady_rates(run_dir), "stop_reason": read_summary(run_dir)["stop_reason"]}
+        summary = read_summary(run_dir)
+        return {**steady_rates(run_dir), "stop_reason": summary["stop_reason"],
+                "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
+                "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"]}
+
+
+def solve(seed: int, timeout: float, **backend) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        wall, _, _ = run_timed(trainer_command(run_dir, env=ENV, seed=seed, **backend) + ["--no-tensorboard"], timeout)
+        summary = read_summary(run_dir)
+    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"],
+            "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
+            "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"]}
 
 
 def median_of(runs: list[dict], key: str) -> float:
     return statistics.median(run[key] for run in runs)
 
 
+def scaling(node_rate: float, updates_per_step: float, sync_interval: int, exchanges: float, messages: float,
+            sync_bytes: int) -> list[dict]:
+    """Predicted cluster rate by node count: nodes x one node's rate until the global model (one shard) or
+    the trainer's metrics writer saturates."""
+    rows = []
+    for nodes in NODES:
+        wanted = nodes * node_rate
+        syncs = wanted * updates_per_step / sync_interval  # exchanges/s the groups ask of the global model
+        load = {"global model": syncs / exchanges, "trainer": wanted * updates_per_step / messages}
+        limit = max(load.values())
+        rows.append({"nodes": nodes, "env_steps_per_second": wanted / max(1.0, limit),
+                     "global_model_load": load["global model"], "trainer_load": load["trainer"],
+                     "limited_by": max(load, key=load.get) if limit > 1 else "-",
+                     "megabytes_per_second_per_node": node_rate * updates_per_step / sync_interval * sync_bytes / 1e6})
+    return rows
+
+
 def plot(results: dict):
-    figure, (trips, steps) = plt.subplots(1, 2, figsize=(10, 4))
-    trips.bar(["PS, 1 pusher\nno rollouts", "PS, 2 pushers\nno rollouts", "PS, 2 workers\nrollouts",
-               "local backend\n2 workers"],
-              [results["ps_no_rollouts_1"], results["ps_no_rollouts_2"], results["ps_with_rollouts"],
-               results["local_updates_per_second"]], color=["C0", "C0", "C1", "C2"])
-    trips.set_ylabel("gradient updates / s (median)")
-    steps.bar(["--backend local", "--backend ray"],
-              [results["local_env_steps_per_second"], results["ray_env_steps_per_second"]], color=["C2", "C1"])
-    steps.set_ylabel("env steps / s, steady (median)")
-    figure.suptitle(f"Ray backend vs local, {ENV}, {WORKERS} workers x {ENVS} envs, {os.cpu_count()} cores")
+    figure, (rates, model) = plt.subplots(1, 2, figsize=(11, 4))
+    rates.bar(["env alone\n(random actions)", "--backend local", "--backend ray\n1 node group"],
+              [results["env_alone_steps_per_second"], results["local_env_steps_per_second"],
+               results["ray_env_steps_per_second"]], color=["grey", "C2", "C1"])
+    rates.set_ylabel("env steps / s (median)")
+    rates.set_title(f"{WORKERS} workers x {ENVS} envs, {os.cpu_count()} cores", fontsize=9)
+    nodes = [row["nodes"] for row in results["scaling"]]
+    model.loglog(nodes, [row["env_steps_per_second"] for row in results["scaling"]], "o-", label="predicted")
+    model.loglog(nodes, [n * results["ray_env_steps_per_second"] for n in nodes], ":", color="grey",
+                 label="nodes x one node")
+    model.set_xlabel("nodes")
+    model.set_ylabel("env steps / s")
+    model.set_title(f"scaling model, --sync-interval {results['model_sync_interval']}", fontsize=9)
+    model.legend(fontsize=8)
     figure.tight_layout()
     return figure
 
@@ -138,54 +170,87 @@ def plot(results: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=15.0, help="length of one training run, start-up included")
+    parser.add_argument("--seconds", type=float, default=15.0, help="length of one throughput run, start-up included")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--sync-interval", type=int, action="append", help="for the learning runs (repeatable; "
+                        "default: the trainer's default)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a learning run may take")
     args = parser.parse_args()
+    intervals = args.sync_interval or [Config().sync_interval]
     info = environment()
-    config = Config(env=ENV, num_processes=WORKERS, envs_per_process=ENVS, max_steps=10**9, backend="ray")
+    env_alone = env_ceiling(ENVS, 2.0)
+    config = Config(env=ENV, num_processes=WORKERS, envs_per_process=ENVS, backend="ray", nodes=2)
+    size = len(shared_model(config, env_spec(ENV))[1].params[0])
     cluster = connect(config)
+    address = dict(backend="ray", ray_address=cluster.address)
     try:
-        ps_1 = [round_trips_without_rollouts(config, 1, 3.0) for _ in range(args.repeats)]
-        ps_2 = [round_trips_without_rollouts(config, 2, 3.0) for _ in range(args.repeats)]
-        ps_rollouts = [round_trips_with_rollouts(config, 4.0) for _ in range(args.repeats)]
+        capacity = {f"{params}x{pushers}": statistics.median(exchanges_per_second(params, pushers, 3.0)
+                                                              for _ in range(args.repeats))
+                    for params in (size, LARGE_MODEL) for pushers in (1, 2)}
         local, ray_runs = [], []
         for _ in range(args.repeats):  # interleaved, so machine noise hits both alike
             local.append(train_for(args.seconds))
-            ray_runs.append(train_for(args.seconds, backend="ray", ray_address=cluster.address))
+            ray_runs.append(train_for(args.seconds, nodes=1, **address))
+        learning = {"local, 2 workers": [solve(seed, args.timeout, num_processes=2) for seed in range(args.seeds)]}
+        for interval in intervals:
+            learning[f"ray, 2 groups x 1 worker, --sync-interval {interval}"] = [
+                solve(seed, args.timeout, num_processes=1, nodes=2, sync_interval=interval, **address)
+                for seed in range(args.seeds)]
     finally:
         cluster.disconnect()
+    messages = messages_per_second()
 
+    # a call's cost: a fixed part and a part per byte, from the two model sizes (one pusher)
+    small, large = 1 / capacity[f"{size}x1"], 1 / capacity[f"{LARGE_MODEL}x1"]
+    per_byte = (large - small) / (8 * (LARGE_MODEL - size))  # a delta in, the weights out: 8 bytes a parameter
     results = {
-        "ps_no_rollouts_1": statistics.median(ps_1), "ps_no_rollouts_2": statistics.median(ps_2),
-        "ps_with_rollouts": median_of(ps_rollouts, "round_trips_per_second"),
-        "ps_with_rollouts_env_steps_per_second": median_of(ps_rollouts, "env_steps_per_second"),
+        "env_alone_steps_per_second": env_alone, "model_parameters": size, "capacity": capacity,
+        "call_ms": 1000 * (small - per_byte * 8 * size), "ms_per_megabyte": 1000 * per_byte * 1e6,
+        "trainer_messages_per_second": messages,
         "local_env_steps_per_second": median_of(local, "env_steps_per_second"),
-        "local_updates_per_second": median_of(local, "updates_per_second"),
         "ray_env_steps_per_second": median_of(ray_runs, "env_steps_per_second"),
-        "ray_updates_per_second": median_of(ray_runs, "updates_per_second"),
+        "ray_updates_per_1000_steps": median_of(ray_runs, "updates_per_1000_steps"),
+        "ray_calls_per_1000_steps": median_of(ray_runs, "calls_per_1000_steps"),
+        "learning": learning, "model_sync_interval": Config().sync_interval,
     }
-    # A worker spends WORKERS / updates-per-second on each update; the difference is what the transport adds.
-    results["overhead_ms_per_gradient"] = 1000 * WORKERS * (1 / results["ray_updates_per_second"]
-                                                           - 1 / results["local_updates_per_second"])
-    results["round_trip_ms_no_rollouts"] = 1000 / results["ps_no_rollouts_1"]
+    results["ray_over_local"] = results["ray_env_steps_per_second"] / results["local_env_steps_per_second"]
+    results["scaling"] = scaling(results["ray_env_steps_per_second"], results["ray_updates_per_1000_steps"] / 1000,
+                                 Config().sync_interval, capacity[f"{size}x1"], messages, 8 * size)
 
-    print(f"\n{ENV}, {WORKERS} workers x {ENVS} envs, median of {args.repeats}; {info['cores']} cores, "
-          f"load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["measurement", "updates/s", "env steps/s"], [
-        ["parameter server, 1 pusher, no rollouts", f"{results['ps_no_rollouts_1']:,.0f}", ""],
-        ["parameter server, 2 pushers, no rollouts", f"{results['ps_no_rollouts_2']:,.0f}", ""],
-        [f"parameter server, {WORKERS} RolloutWorkers", f"{results['ps_with_rollouts']:,.0f}",
-         f"{results['ps_with_rollouts_env_steps_per_second']:,.0f}"],
-        ["trainer, --backend ray", f"{results['ray_updates_per_second']:,.0f}",
-         f"{results['ray_env_steps_per_second']:,.0f}"],
-        ["trainer, --backend local", f"{results['local_updates_per_second']:,.0f}",
-         f"{results['local_env_steps_per_second']:,.0f}"],
-    ])
-    print(f"\nround trip with no rollout work: {results['round_trip_ms_no_rollouts']:.2f} ms; "
-          f"transport overhead per gradient (ray - local, per worker): {results['overhead_ms_per_gradient']:.2f} ms")
+    print(f"\n{ENV}; {info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}; "
+          f"env alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
+    print(f"\nThroughput, {WORKERS} workers x {ENVS} envs, median of {args.repeats}:")
+    print_table(["backend", "env steps/s", "x local", "updates / 1000 steps", "global-model calls / 1000 steps"], [
+        ["local", f"{results['local_env_steps_per_second']:,.0f}", "1.00",
+         f"{median_of(local, 'updates_per_1000_steps'):.1f}", ""],
+        ["ray, 1 node group", f"{results['ray_env_steps_per_second']:,.0f}", f"{results['ray_over_local']:.2f}",
+         f"{results['ray_updates_per_1000_steps']:.1f}", f"{results['ray_calls_per_1000_steps']:.2f}"]])
+    print(f"\nGlobal model, one shard, exchanges/s (median of {args.repeats}):")
+    print_table(["parameters", "1 pusher", "2 pushers"],
+                [[f"{params:,}", f"{capacity[f'{params}x1']:,.0f}", f"{capacity[f'{params}x2']:,.0f}"]
+                 for params in (size, LARGE_MODEL)])
+    print(f"a call costs {results['call_ms']:.2f} ms plus {results['ms_per_megabyte']:.2f} ms per MB moved; "
+          f"the trainer's metrics writer handles {messages:,.0f} update messages/s")
+    print(f"\nLearning, CartPole-v1 preset, seeds 0-{args.seeds - 1} (median (range)):")
+    rows = []
+    for name, runs in learning.items():
+        steps, seconds = spread(runs, "env_steps"), spread(runs, "wall_seconds")
+        calls = median_of(runs, "calls_per_1000_steps")
+        updates = median_of(runs, "updates_per_1000_steps")
+        rows.append([name, f"{sum(run['solved'] for run in runs)}/{len(runs)}",
+                     f"{show(steps['median'], ',.0f')} ({show(steps['min'], ',.0f')}-{show(steps['max'], ',.0f')})",
+                     f"{show(seconds['median'], '.1f')} ({show(seconds['min'], '.1f')}-{show(seconds['max'], '.1f')})",
+                     f"{updates:.1f}", f"{calls:.2f}" if calls else "", f"{updates / calls:.0f}x" if calls else ""])
+    print_table(["contender", "solved", "env steps to solve", "seconds", "updates / 1000 steps",
+                 "global calls / 1000 steps", "fewer calls"], rows)
+    print(f"\nScaling model (--sync-interval {Config().sync_interval}, one shard, one node = the ray row above):")
+    print_table(["nodes", "env steps/s", "global-model load", "trainer load", "limited by", "MB/s per node"],
+                [[row["nodes"], f"{row['env_steps_per_second']:,.0f}", f"{row['global_model_load']:.2f}",
+                  f"{row['trainer_load']:.2f}", row["limited_by"], f"{row['megabytes_per_second_per_node']:.2f}"]
+                 for row in results["scaling"]])
     data = {**info, "env": ENV, "workers": WORKERS, "envs_per_process": ENVS, "repeats": args.repeats,
-            "seconds": args.seconds, "ray_version": ray.__version__, **results,
-            "runs": {"ps_no_rollouts_1": ps_1, "ps_no_rollouts_2": ps_2, "ps_with_rollouts": ps_rollouts,
-                     "local": local, "ray": ray_runs}}
+            "seconds": args.seconds, "seeds": args.seeds, "ray_version": ray.__version__, **results,
+            "runs": {"local": local, "ray": ray_runs}}
     save_results("ray", data, plot(results))
 
 

@@ -24,8 +24,9 @@ STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a ru
 class LocalBackend:
     """The worker processes and the evaluator on this machine, each with its own message pipe."""
 
-    def __init__(self, ctx, config: Config, shared: Shared, run_dir: Path, start_time: float,
+    def __init__(self, ctx, config: Config, shared: Shared, run_dir: Optional[Path], start_time: float,
                  best_eval: Optional[float], console: Console, first_rank: int = 0, first_incarnation: int = 0):
+        """`run_dir`, `start_time` and `best_eval` are the evaluator's; None and --eval-episodes 0 for none."""
         self.ctx, self.config, self.shared, self.console = ctx, config, shared, console
         # a node group's workers are ranks first_rank.. of the run, and its replacement's are new incarnations
         self.first_rank, self.first_incarnation = first_rank, first_incarnation

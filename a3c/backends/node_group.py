@@ -68,7 +68,8 @@ class NodeGroup:
         workers = config.num_processes
         self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local))
         self.outbox = Outbox(index, index * workers)
-        self.backend = LocalBackend(ctx, local, self.shared, None, 0.0, None, self.outbox, first_rank=index * workers,
+        self.backend = LocalBackend(ctx, local, self.shared, run_dir=None, start_time=0.0, best_eval=None,
+                                    console=self.outbox, first_rank=index * workers,
                                     first_incarnation=incarnation * (config.max_worker_restarts + 1))
         self.synced = SyncedState(optimizer.params[0], model.obs_norm)
         self.stop_requested = threading.Event()

@@ -30,7 +30,7 @@ from .local import STOP_GRACE_SECONDS, LocalBackend
 from .node_group import GLOBAL_LOST, STOPPED, NodeGroup
 
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
-DRAIN_INTERVAL_SECONDS = 0.1  # how often the trainer collects the groups' messages and mirrors the global model
+DRAIN_INTERVAL_SECONDS = 0.1  # how often the trainer collects the groups' messages
 
 
 def import_ray():
@@ -110,7 +110,8 @@ class RayBackend(LocalBackend):
     """Node-group actors and the global model on Ray, behind LocalBackend's interface; the evaluator stays local.
 
     receive() drains the groups' messages (the same Update messages local workers
-    send) and copies the global weights where the evaluator reads them.
+    send) and copies the global weights where the evaluator reads them; sync_state()
+    does before a checkpoint.
     """
 
     def __init__(self, cluster: RayCluster, *backend_args):
@@ -124,7 +125,7 @@ class RayBackend(LocalBackend):
         self.placed: set[int] = set()
         self.group_restarts = {index: 0 for index in range(cluster.groups)}
         self.failed: Optional[str] = None  # the stop reason, once the run cannot go on
-        self.next_drain = 0.0
+        self.next_drain = self.next_mirror = 0.0
         self.final_state_fetched = False
         self.traffic: dict = {}
 
@@ -150,12 +151,20 @@ class RayBackend(LocalBackend):
 
     def receive(self, handle, timeout: float) -> None:
         super().receive(handle, timeout)  # the evaluator's messages; paces the trainer's loop
-        if self.global_model is not None and self.failed is None and time.monotonic() >= self.next_drain:
-            self.next_drain = time.monotonic() + DRAIN_INTERVAL_SECONDS
+        if self.global_model is None or self.failed is not None:
+            return
+        now = time.monotonic()
+        if now >= self.next_drain:
+            self.next_drain = now + DRAIN_INTERVAL_SECONDS
             self._drain(handle)
+        if self.config.eval_episodes > 0 and now >= self.next_mirror:
+            # twice per evaluation interval: the evaluator reads weights at most half an interval older than
+            # the global model's, at a few calls a second (checkpoints mirror it too)
+            self.next_mirror = now + self.config.eval_interval / 2
+            self._mirror()
 
     def _drain(self, handle) -> None:
-        """The placed groups' messages (a lost group's are lost with it), then the mirror."""
+        """The placed groups' messages (a lost group's are lost with it)."""
         calls = [self.groups[index].drain.remote() for index in sorted(self.placed)]
         answered, _ = self.ray.wait(calls, num_returns=len(calls), timeout=CALL_TIMEOUT_SECONDS)
         for ref in answered:
@@ -165,7 +174,6 @@ class RayBackend(LocalBackend):
                 continue
             for message in messages:
                 self._deliver(message, handle)
-        self._mirror()
         if self.shared.env_steps.total() >= self.config.max_steps:
             self.shared.stop.set()
 
