@@ -70,7 +70,7 @@ class Pusher:
 
 
 def exchanges_per_second(size: int, pushers: int, seconds: float) -> float:
-    global_model = GlobalModel.create(ray, np.zeros(size, dtype=np.float32), None, 0, shards=1)
+    global_model = GlobalModel.create(ray, [np.zeros(size, dtype=np.float32)], 0, shards=1)
     actors = [ray.remote(num_cpus=1)(Pusher).remote(global_model, size) for _ in range(pushers)]
     counts = ray.get([actor.exchange_for.remote(seconds) for actor in actors], timeout=seconds + CALL_TIMEOUT_SECONDS)
     for actor in actors:

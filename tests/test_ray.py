@@ -127,11 +127,11 @@ def test_two_node_groups_learn_and_sync_every_interval(tmp_path, ray_address):
 
 
 @pytest.mark.timeout(60)
-def test_observation_statistics_merge_across_groups_and_workers_replay(tmp_path, ray_address):
+def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_replay(tmp_path, ray_address):
     run_dir = tmp_path / "run"
     result = run_cli(*ray_run(run_dir, ray_address, "--max-steps", "20000", "--target-return", "none",
                               "--eval-episodes", "0", "--log-interval", "4000", "--replay-ratio", "1",
-                              "--normalize-obs"), timeout=50)
+                              "--normalize-obs", "--global-shards", "2"), timeout=50)
     assert result.returncode == 0, result.stderr
     with open(run_dir / "metrics.csv", newline="") as file:
         last = list(csv.DictReader(file))[-1]

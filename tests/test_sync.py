@@ -102,3 +102,10 @@ def test_optimizer_states_average_their_moments_and_keep_the_most_steps():
     assert merged["steps"] == 9.0
     torch.testing.assert_close(merged["exp_avg"], [torch.tensor([2.0, 4.0])])
     torch.testing.assert_close(merged["exp_avg_sq"], [torch.tensor([3.0])])
+
+
+def test_shards_split_the_weights_into_contiguous_slices_one_per_4m_parameters_by_default():
+    from a3c.backends.global_model import shard_bounds, shard_count
+    assert shard_bounds(10, 3) == [0, 3, 6, 10]
+    assert shard_bounds(5, 1) == [0, 5]
+    assert shard_count(0, 34_000) == 1 and shard_count(0, 9_000_000) == 3 and shard_count(2, 34_000) == 2

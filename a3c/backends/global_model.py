@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Optional
 
 import numpy as np
 import torch
@@ -68,8 +67,9 @@ class GlobalModel:
         self.ray, self.shards, self.bounds = ray, shards, bounds
 
     @classmethod
-    def create(cls, ray, weights: np.ndarray, norm_sums: Optional[np.ndarray], env_steps: int,
-               shards: int) -> "GlobalModel":
+    def create(cls, ray, values: list[np.ndarray], env_steps: int, shards: int) -> "GlobalModel":
+        """Shards of `values`: [flat weights, (observation sums)], as a group exchanges them."""
+        weights, *extras = values
         bounds = shard_bounds(len(weights), shard_count(shards, len(weights)))
         # on the trainer's node: a run outlives the loss of any other node
         here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
@@ -77,8 +77,7 @@ class GlobalModel:
         actor = ray.remote(num_cpus=0, max_restarts=0, scheduling_strategy=here)(GlobalShard)
         handles = []
         for k, (begin, end) in enumerate(zip(bounds, bounds[1:])):
-            extras = [norm_sums] if k == 0 and norm_sums is not None else []
-            handles.append(actor.remote([weights[begin:end], *extras], env_steps if k == 0 else 0))
+            handles.append(actor.remote([weights[begin:end], *(extras if k == 0 else [])], env_steps if k == 0 else 0))
         return cls(ray, handles, bounds)
 
     def __reduce__(self):  # the ray module does not pickle: a node group imports its own

@@ -133,8 +133,7 @@ class RayBackend(LocalBackend):
         # Forked after ray.init: measured safe (the child never calls into Ray), and connecting first
         # lets a bad --ray-address fail before the run dir is made.
         self.start_evaluator()
-        weights, *norm_sums = [value.numpy() for value in self.mirror.read()]
-        self.global_model = GlobalModel.create(self.ray, weights, norm_sums[0] if norm_sums else None,
+        self.global_model = GlobalModel.create(self.ray, [value.numpy() for value in self.mirror.read()],
                                                self.shared.env_steps.total(), self.config.global_shards)
         self.group_class = self.ray.remote(num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4,
                                            scheduling_strategy="SPREAD")(NodeGroup)
@@ -239,17 +238,19 @@ class RayBackend(LocalBackend):
         return None
 
     def _outcome(self, index: int, ref) -> str:
-        """How group `index`'s run() ended, or why the group was lost (then its actor is gone)."""
+        """How group `index`'s run() ended, or why the group was lost (then its actor is gone). A group that
+        ended stays placed: its last messages and its optimizer state are still to be fetched."""
         ray = self.ray
-        self.placed.discard(index)
         try:
             return ray.get(ref, timeout=CALL_TIMEOUT_SECONDS)
         except ray.exceptions.RayTaskError as error:  # an exception in the group's own code: its actor lives on idle
             ray.kill(self.groups[index])
             self.console.message(f"node group {index} failed:\n{str(error).rstrip()}", error=True)
-            return f"raised {type(error.cause).__name__}"
+            cause = f"raised {type(error.cause).__name__}"
         except ray.exceptions.RayActorError as error:
-            return f"its actor died: {first_line(error)}"
+            cause = f"its actor died: {first_line(error)}"
+        self.placed.discard(index)
+        return cause
 
     def restart_group(self, index: int, cause: str) -> Optional[str]:
         """Start a lost group again, on any node with room; "node_group_failed" once its restarts are used up."""
