@@ -137,8 +137,9 @@ def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_
         last = list(csv.DictReader(file))[-1]
     assert int(last["replay_updates"]) > 0 and float(last["policy_lag"]) >= 0
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
-    # every observation of both groups, once; less the few a sync drops when it races a worker's update (Hogwild)
-    assert 0.98 * saved["env_steps"] <= saved["model"]["obs_norm.count"] <= saved["env_steps"]
+    # both groups' observations (one group alone saw about half), less those a sync drops when it races a
+    # worker's update of the statistics (Hogwild; a3c/sync.py)
+    assert 0.9 * saved["env_steps"] <= saved["model"]["obs_norm.count"] <= saved["env_steps"]
 
 
 @pytest.mark.timeout(90)
