@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray clean
 
 venv: $(VENV)/.installed
 
@@ -34,7 +34,19 @@ $(VENV)/.ray-installed: requirements-ray.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-ray.txt
 	touch $@
 
-test: atari-venv box2d-venv ray-venv
+video-venv: $(VENV)/.video-installed
+
+$(VENV)/.video-installed: requirements-video.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-video.txt
+	touch $@
+
+minatar-venv: $(VENV)/.minatar-installed
+
+$(VENV)/.minatar-installed: requirements-minatar.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-minatar.txt
+	touch $@
+
+test: atari-venv box2d-venv ray-venv video-venv minatar-venv
 	$(PY) -m pytest -q
 
 bench-venv: $(VENV)/.bench-installed

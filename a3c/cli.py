@@ -83,6 +83,8 @@ TRAIN_OPTIONS = [
     option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
     option("--eval-interval", "seconds between greedy evaluations", type=float),
     option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
+    option("--video-interval", "seconds between videos of the greedy policy in RUN_DIR/videos (0: none; "
+           "pip install -r requirements-video.txt)", type=float),
     option("--target-return", "stop when the eval mean reaches this (auto: the env's reward_threshold)",
            type=TargetReturn()),
     option("--log-interval", "env steps between rows of metrics.csv", type=int),
@@ -152,17 +154,28 @@ cli = click.group(invoke_without_command=True, context_settings={"help_option_na
 @click.option("--episodes", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--env", "env_id", default=None, help="play on this env instead of the checkpoint's")
 @click.option("--seed", default=0, show_default=True, type=int)
-def evaluate(checkpoint, episodes, env_id, seed):
+@click.option("--video", default=None, type=click.Path(dir_okay=False),
+              help="film the episodes into this .mp4 or .gif (pip install -r requirements-video.txt)")
+def evaluate(checkpoint, episodes, env_id, seed, video):
     """Play greedy episodes with a checkpoint's weights; print mean and std of the return."""
     import statistics
 
     from .agent import load_agent
     from .evaluator import evaluate_agent
+    from .video import check_video_path, record_episodes, require_imageio
     with usage_errors():
+        if video is not None:
+            require_imageio("--video")
+            check_video_path(video)
         agent = load_agent(checkpoint, env_id)
-        returns = evaluate_agent(agent, episodes, seed)
+        if video is None:
+            returns = evaluate_agent(agent, episodes, seed)
+        else:
+            returns, frames = record_episodes(agent, agent.config.env, episodes, seed, video)
     click.echo(f"{agent.config.env}: mean return {statistics.fmean(returns):.2f} +- {statistics.pstdev(returns):.2f} "
                f"over {episodes} episodes")
+    if video is not None:
+        click.echo(f"wrote {video} ({frames} frames)")
 
 
 @cli.command()

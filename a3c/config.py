@@ -55,6 +55,7 @@ class Config:
     # evaluation and logging
     eval_interval: float = 0.5
     eval_episodes: int = 10
+    video_interval: float = 0.0  # seconds between the evaluator's videos in RUN_DIR/videos; 0: none
     target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
     log_interval: int = 20_000
     print_interval: float = 2.0
@@ -108,6 +109,9 @@ class Config:
             ("lr", self.lr > 0, "> 0"),
             ("eval_interval", self.eval_interval > 0, "> 0"),
             ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
+            ("video_interval", self.video_interval >= 0, ">= 0 (0: no videos)"),
+            ("video_interval", not (self.video_interval and not self.eval_episodes),
+             "0 without the evaluator (--eval-episodes 0): the evaluator films"),
             ("log_interval", self.log_interval >= 1, ">= 1"),
             ("print_interval", self.print_interval > 0, "> 0"),
             ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),

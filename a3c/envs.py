@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from .errors import EnvError, first_line
-from .presets import is_atari
+from .presets import is_atari, is_minatar
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,12 @@ class EnvSpec:
         return actions + self.action_start
 
 
-def make_atari(env_id: str, training: bool) -> gym.Env:
+def rendering(render_mode: Optional[str]) -> dict:
+    """gym.make's render_mode only when asked for: an env without the argument must still be made."""
+    return {} if render_mode is None else {"render_mode": render_mode}
+
+
+def make_atari(env_id: str, training: bool, render_mode: Optional[str] = None) -> gym.Env:
     """The standard preprocessing: noop reset, frame skip 4, 84x84 grayscale, 4 stacked frames;
     a lost life ends the episode in training only (evaluation plays whole games)."""
     try:
@@ -43,16 +48,45 @@ def make_atari(env_id: str, training: bool) -> gym.Env:
     except ImportError:
         raise EnvError(f"{env_id} needs the Atari extras: pip install -r requirements-atari.txt") from None
     gym.register_envs(ale_py)
-    env = gym.make(env_id, frameskip=1, disable_env_checker=True)
+    env = gym.make(env_id, frameskip=1, disable_env_checker=True, **rendering(render_mode))
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
                                           terminal_on_life_loss=training, grayscale_obs=True)
     return gym.wrappers.FrameStackObservation(env, 4)
 
 
-def make_env(env_id: str, training: bool = True) -> gym.Env:
-    """gymnasium.make with one-line errors; accepts the 'module:EnvId' form and ALE/ ids."""
+class MinAtarFrames(gym.ObservationWrapper):
+    """MinAtar's [10, 10, channels] booleans as [channels, 10, 10] uint8 frames of 0 and 255: the stock
+    network's convnet reads channels first and scales frames by 1/255, as it does Atari's."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        height, width, channels = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0, 255, (channels, height, width), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(observation, -1, 0)).astype(np.uint8) * np.uint8(255)
+
+
+def make_minatar(env_id: str, render_mode: Optional[str] = None) -> gym.Env:
     try:
-        env = make_atari(env_id, training) if is_atari(env_id) else gym.make(env_id, disable_env_checker=True)
+        import minatar.gym
+    except ImportError:
+        raise EnvError(f"{env_id} needs the MinAtar extra: pip install -r requirements-minatar.txt") from None
+    if env_id not in gym.registry:
+        minatar.gym.register_envs()  # gymnasium 1.x does not import it by itself
+    return MinAtarFrames(gym.make(env_id, disable_env_checker=True, **rendering(render_mode)))
+
+
+def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = None) -> gym.Env:
+    """gymnasium.make with one-line errors; accepts the 'module:EnvId' form and ALE/ ids.
+    `render_mode="rgb_array"`: an env to film (a3c/video.py)."""
+    try:
+        if is_atari(env_id):
+            env = make_atari(env_id, training, render_mode)
+        elif is_minatar(env_id):
+            env = make_minatar(env_id, render_mode)
+        else:
+            env = gym.make(env_id, disable_env_checker=True, **rendering(render_mode))
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:

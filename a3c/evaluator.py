@@ -49,6 +49,15 @@ def evaluate_agent(agent: Agent, episodes: int, seed: int) -> list[float]:
         envs.close()
 
 
+def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
+    """One greedy episode (at most TRAINING_VIDEO_STEPS) into RUN_DIR/videos/<env steps>.mp4."""
+    from .video import TRAINING_VIDEO_STEPS, record_episodes  # imageio: only when filming
+    folder = run_dir / "videos"
+    folder.mkdir(exist_ok=True)
+    record_episodes(agent, config.env, 1, evaluation_seed(config, round_), folder / f"{env_steps:09d}.mp4",
+                    TRAINING_VIDEO_STEPS)
+
+
 def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
                   best_so_far: float | None) -> None:
     """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved."""
@@ -60,6 +69,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
     round_ = 0
+    next_video = 0.0  # the first evaluation is filmed
     try:
         while not shared.stop.wait(config.eval_interval) and not parent_is_gone(parent_pid):
             steps = shared.env_steps.total()
@@ -79,7 +89,10 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
                 save_checkpoint(best_path, checkpoint_payload(config, model, steps, eval_return=mean))
             messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
             if solved:
-                shared.stop.set()
+                shared.stop.set()  # at once: filming takes seconds (evaluate --video films best.pt)
+            elif config.video_interval and time.monotonic() >= next_video:
+                film(agent, config, Path(run_dir), steps, round_)
+                next_video = time.monotonic() + config.video_interval
     except Exception:
         messages.send(Failure("evaluator", traceback.format_exc()))
         raise SystemExit(1)

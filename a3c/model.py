@@ -72,14 +72,21 @@ def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:
     return layers
 
 
+SMALL_FRAMES = 32  # pixels: frames under this side (MinAtar's 10 x 10) are too small for the A3C convnet
+
+
 def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Sequential:
-    """An MLP for a flat observation; for stacked frames [C, H, W] (uint8) the A3C paper's small
-    convnet first, cheap on a CPU."""
+    """An MLP for a flat observation; for frames [C, H, W] (uint8) a convnet first, cheap on a CPU: the
+    A3C paper's (8x8 stride 4, then 4x4 stride 2), or for small frames the MinAtar paper's (one 3x3
+    convolution of 16 channels)."""
     if len(obs_shape) == 1:
         return nn.Sequential(*mlp(obs_shape[0], hidden_sizes))
     channels, height, width = obs_shape
-    convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
-                          nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
+    if min(height, width) < SMALL_FRAMES:
+        convs = nn.Sequential(nn.Conv2d(channels, 16, 3), nn.ReLU(), nn.Flatten())
+    else:
+        convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
+                              nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
     with torch.no_grad():
         flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
     return nn.Sequential(ScaleFrames(), convs, *mlp(flat_size, hidden_sizes))  # keys as in 0.1 checkpoints

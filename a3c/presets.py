@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from .options import as_option
 
+
 def is_atari(env_id: str) -> bool:
     return env_id.startswith("ALE/")
+
+
+def is_minatar(env_id: str) -> bool:
+    return env_id.startswith("MinAtar/")
 
 
 PRESETS: dict[str, dict] = {

@@ -69,9 +69,16 @@ def new_run(config: Config) -> RunSetup:
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
     model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
+    check_video(config)
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
     return RunSetup(config, run_dir, model, optimizer, ray_cluster=ray_cluster)
+
+
+def check_video(config: Config) -> None:
+    if config.video_interval:
+        from .video import check_renders  # imageio and a rendering env: only when asked for
+        check_renders(config.env)
 
 
 def checkpoint_path(path: str) -> Path:
@@ -93,6 +100,7 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
         raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
                           f"{config.max_steps:,}; give a larger --max-steps to train on")
     model, optimizer = shared_model(config, env_spec(config.env))
+    check_video(config)
     try:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])

@@ -1,0 +1,100 @@
+"""Videos of an agent's greedy episodes: one frame per step played, written with imageio.
+
+imageio (with its ffmpeg plugin for .mp4; Pillow writes .gif) is an optional extra,
+requirements-video.txt: a well-kept library that reads and writes both formats,
+and whose imageio-ffmpeg wheel bundles an ffmpeg binary, so nothing else is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .agent import Agent
+from .envs import make_env
+from .errors import ConfigError, EnvError
+
+VIDEO_SUFFIXES = (".mp4", ".gif")
+FRAMES_PER_SECOND = 30
+MIN_SIDE = 128  # pixels: smaller frames (MinAtar's 10 x 10) are enlarged by a whole factor
+TRAINING_VIDEO_STEPS = 1_000  # a video of the evaluator's: about half a minute
+
+
+def require_imageio(option: str):
+    try:
+        import imageio.v2 as imageio
+    except ImportError:
+        raise ConfigError(f"{option} needs imageio: pip install -r requirements-video.txt") from None
+    return imageio
+
+
+def check_video_path(path: str | Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in VIDEO_SUFFIXES:
+        raise ConfigError(f"--video {path}: the file must end in {' or '.join(VIDEO_SUFFIXES)}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--video {path}: the folder {path.parent} does not exist")
+    return path
+
+
+def video_frame(frame) -> np.ndarray:
+    """An env's rgb_array frame as uint8 [H, W, 3]; floats are taken as [0, 1]; a small frame enlarged."""
+    frame = np.asarray(frame)
+    if frame.dtype != np.uint8:
+        frame = (np.clip(frame, 0.0, 1.0) * 255).round().astype(np.uint8)
+    scale = math.ceil(MIN_SIDE / min(frame.shape[:2]))
+    return frame.repeat(scale, 0).repeat(scale, 1) if scale > 1 else frame
+
+
+def rendered_frame(env, env_id: str) -> np.ndarray:
+    try:
+        frame = env.render()
+    except NotImplementedError:
+        frame = None
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+        raise EnvError(f"{env_id} does not render rgb_array frames, so it cannot be filmed")
+    return video_frame(frame)
+
+
+def check_renders(env_id: str) -> None:
+    """Refuse at once, before training, an env that cannot be filmed (and a missing imageio)."""
+    require_imageio("--video-interval")
+    env = make_env(env_id, training=False, render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        rendered_frame(env, env_id)
+    finally:
+        env.close()
+
+
+def record_episodes(agent: Agent, env_id: str, episodes: int, seed: int, path: str | Path,
+                    max_steps: Optional[int] = None) -> tuple[list[float], int]:
+    """Play greedy episodes one after another (episode k reset with seed + k) and film them into `path`:
+    one frame per step, the frame the agent acted on. Stops after `max_steps` steps in all, if given.
+    Returns the episodes' returns (of those finished) and the frames written."""
+    imageio = require_imageio("--video")
+    env = make_env(env_id, training=False, render_mode="rgb_array")
+    options = {"macro_block_size": 2} if Path(path).suffix.lower() == ".mp4" else {}  # even sides, unscaled
+    writer = imageio.get_writer(str(path), fps=FRAMES_PER_SECOND, **options)
+    returns, frames = [], 0
+    try:
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=seed + episode)
+            state, done, total = None, False, 0.0
+            while not done:
+                if max_steps is not None and frames >= max_steps:
+                    return returns, frames
+                writer.append_data(rendered_frame(env, env_id))
+                frames += 1
+                action, state = agent.act(obs[None], state)
+                obs, reward, terminated, truncated, _ = env.step(action[0])
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+        return returns, frames
+    finally:
+        writer.close()
+        env.close()

@@ -1,0 +1,88 @@
+"""Videos of greedy episodes: `evaluate --video` and the evaluator's `--video-interval` (the video extra)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from a3c.checkpoint import checkpoint_payload, save_checkpoint
+from a3c.config import Config
+from a3c.envs import env_spec
+from a3c.model import build_model
+
+from .conftest import REPO_ROOT, run_cli
+from .test_cli import assert_one_line_usage_error
+
+imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
+pytest.importorskip("pygame", reason="CartPole renders with pygame: pip install -r requirements-video.txt")
+
+
+@pytest.fixture(scope="module")
+def untrained_checkpoint(tmp_path_factory):
+    """A CartPole network as initialised: its episodes are short (10-60 steps)."""
+    config = Config()
+    path = tmp_path_factory.mktemp("video") / "untrained.pt"
+    save_checkpoint(path, checkpoint_payload(config, build_model(config, env_spec(config.env)), 0))
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("suffix", [".mp4", ".gif"])
+def test_evaluate_films_one_frame_per_step_played(untrained_checkpoint, tmp_path, suffix):
+    video = tmp_path / f"episodes{suffix}"
+    result = run_cli("evaluate", "--checkpoint", str(untrained_checkpoint), "--episodes", "2", "--video", str(video))
+    assert result.returncode == 0, result.stderr
+    mean_return = float(re.search(r"mean return (\d+\.\d+)", result.stdout).group(1))
+    frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
+    assert frames == round(2 * mean_return)  # CartPole pays 1 a step: the steps played
+    reader = imageio.get_reader(video)
+    if suffix == ".mp4":
+        assert reader.count_frames() == frames
+        assert reader.get_data(0).shape == (400, 600, 3)  # CartPole's own frame
+    else:  # Pillow may merge identical frames of a GIF
+        assert 1 <= len(imageio.mimread(video)) <= frames
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name, words", [("out.avi", ["--video", ".mp4 or .gif"]),
+                                         ("missing/out.mp4", ["--video", "does not exist"])])
+def test_a_bad_video_path_is_a_one_line_usage_error(untrained_checkpoint, tmp_path, name, words):
+    result = run_cli("evaluate", "--checkpoint", str(untrained_checkpoint), "--video", str(tmp_path / name))
+    assert_one_line_usage_error(result, *words)
+
+
+@pytest.mark.timeout(60)
+def test_without_imageio_video_options_are_a_one_line_usage_error(untrained_checkpoint, tmp_path):
+    hide = ("import runpy, sys; sys.modules['imageio'] = None; "  # `import imageio` now fails, installed or not
+            "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')")
+    for args in (["evaluate", "--checkpoint", str(untrained_checkpoint), "--video", str(tmp_path / "a.mp4")],
+                 ["--video-interval", "10", "--max-steps", "100", "--run-dir", str(tmp_path / "run")]):
+        result = subprocess.run([sys.executable, "-c", hide, *args], cwd=REPO_ROOT, capture_output=True,
+                                text=True, timeout=50)
+        assert_one_line_usage_error(result, "pip install -r requirements-video.txt")
+    assert not (tmp_path / "a.mp4").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("args, words", [(["--eval-episodes", "0"], ["--video-interval", "--eval-episodes 0"]),
+                                         (["--env", "tests.cue_env:Cue-v0"], ["Cue-v0"])])
+def test_video_interval_refuses_what_cannot_be_filmed(tmp_path, args, words):
+    result = run_cli("--video-interval", "5", "--max-steps", "100", *args, "--run-dir", str(tmp_path / "run"))
+    assert_one_line_usage_error(result, *words)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_the_evaluator_films_the_policy_during_training(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_cli("--num-processes", "2", "--max-steps", "6000", "--target-return", "none", "--eval-interval", "0.2",
+                     "--video-interval", "0.5", "--no-tensorboard", "--run-dir", str(run_dir), timeout=80)
+    assert result.returncode == 0, result.stderr
+    videos = sorted((run_dir / "videos").glob("*.mp4"))
+    assert videos, list(run_dir.iterdir())
+    assert all(imageio.get_reader(video).count_frames() >= 1 for video in videos)
+    assert int(videos[0].stem) <= int(videos[-1].stem)  # named by the env steps at the evaluation
