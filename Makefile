@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar clean
 
 venv: $(VENV)/.installed
 
@@ -70,6 +70,10 @@ bench-zoo: bench-venv box2d-venv
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py
+
+# MINATAR_ARGS="--game Breakout --seeds 1 --minutes 2": a part (the whole takes about 50 minutes on 2 cores)
+bench-minatar: bench-venv minatar-venv
+	$(PY) benchmarks/minatar.py $(MINATAR_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache build *.egg-info
