@@ -71,9 +71,9 @@ bench-zoo: bench-venv box2d-venv
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py
 
-# MINATAR_ARGS="--game Breakout --seeds 1 --minutes 2": a part (the whole takes about 50 minutes on 2 cores)
+# MINATAR_ARGS="--game Breakout --seeds 1 --minutes 2": a part (the whole takes about 40 minutes on 2 cores)
 bench-minatar: bench-venv minatar-venv
-	$(PY) benchmarks/minatar.py $(MINATAR_ARGS)
+	$(PY) benchmarks/minatar_bench.py $(MINATAR_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache build *.egg-info

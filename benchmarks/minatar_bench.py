@@ -1,6 +1,6 @@
 """MinAtar at equal wall-clock: our trainer (its MinAtar preset, or --setting variants) against SB3 PPO.
 
-    minatar.py --game Breakout --game SpaceInvaders --seeds 3 --minutes 4
+    minatar_bench.py --game Breakout --game SpaceInvaders --seeds 3 --minutes 3
 
 Each run has --minutes of wall-clock from launch. Ours: the CLI with 8 processes, stopped by
 SIGINT at the budget (a clean stop that writes last.pt), its evaluator's greedy means on the way
@@ -88,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", action="append", help="Breakout, SpaceInvaders, ... (repeatable; default both)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--minutes", type=float, default=4.0, help="wall-clock budget of one run, from launch")
+    parser.add_argument("--minutes", type=float, default=3.0, help="wall-clock budget of one run, from launch")
     parser.add_argument("--setting", action="append", default=[],
                         help='"name:options" for ours instead of the preset alone (repeatable)')
     parser.add_argument("--no-sb3", action="store_true", help="ours only (a sweep of settings)")
