@@ -91,15 +91,22 @@ class LocalBackend:
 
     def restart_worker(self, rank: int, cause: str) -> Optional[str]:
         """Start a dead worker again; "worker_failed" once it has used up its restarts."""
-        if self.restarts[rank] >= self.config.max_worker_restarts:
-            self.console.message(f"worker {rank} died ({cause}) and has no restarts left "
-                                 f"(--max-worker-restarts {self.config.max_worker_restarts})", error=True)
-            return "worker_failed"
-        self.restarts[rank] += 1
-        self.console.message(f"worker {rank} died ({cause}); restarting it from the shared weights "
-                             f"({self.restarts[rank]}/{self.config.max_worker_restarts})", error=True)
-        self.start_worker(rank)
-        return None
+        restarted = self.restart_within_limit(self.restarts, rank, f"worker {rank} died ({cause})",
+                                              "restarting it from the shared weights", self.start_worker)
+        return None if restarted else "worker_failed"
+
+    def restart_within_limit(self, restarts: dict, key, what_happened: str, how: str, start) -> bool:
+        """Count a restart of `key` and call start(key), saying so; False, saying why, once
+        --max-worker-restarts restarts of it were made."""
+        limit = self.config.max_worker_restarts
+        if restarts[key] >= limit:
+            self.console.message(f"{what_happened} and has no restarts left (--max-worker-restarts {limit})",
+                                 error=True)
+            return False
+        restarts[key] += 1
+        self.console.message(f"{what_happened}; {how} ({restarts[key]}/{limit})", error=True)
+        start(key)
+        return True
 
     def evaluator_failed(self) -> bool:
         return self.evaluator is not None and self.evaluator.exitcode not in (None, 0)

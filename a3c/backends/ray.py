@@ -254,16 +254,9 @@ class RayBackend(LocalBackend):
 
     def restart_group(self, index: int, cause: str) -> Optional[str]:
         """Start a lost group again, on any node with room; "node_group_failed" once its restarts are used up."""
-        limit = self.config.max_worker_restarts
-        if self.group_restarts[index] >= limit:
-            self.console.message(f"node group {index} was lost ({cause}) and has no restarts left "
-                                 f"(--max-worker-restarts {limit})", error=True)
-            return "node_group_failed"
-        self.group_restarts[index] += 1
-        self.console.message(f"node group {index} was lost ({cause}); starting a new one from the global weights "
-                             f"({self.group_restarts[index]}/{limit})", error=True)
-        self.start_group(index)
-        return None
+        restarted = self.restart_within_limit(self.group_restarts, index, f"node group {index} was lost ({cause})",
+                                              "starting a new one from the global weights", self.start_group)
+        return None if restarted else "node_group_failed"
 
     def sync_state(self) -> bool:
         """Mirror the global weights, and the mean of the groups' optimizer states (those that answer);
