@@ -16,34 +16,13 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
-atari-venv: $(VENV)/.atari-installed
+# The extras: requirements-<extra>.txt on top of the base install, e.g. make ray-venv
+EXTRAS := atari box2d ray video minatar
 
-$(VENV)/.atari-installed: requirements-atari.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-atari.txt
-	touch $@
+$(EXTRAS:%=%-venv): %-venv: $(VENV)/.%-installed
 
-box2d-venv: $(VENV)/.box2d-installed
-
-$(VENV)/.box2d-installed: requirements-box2d.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-box2d.txt
-	touch $@
-
-ray-venv: $(VENV)/.ray-installed
-
-$(VENV)/.ray-installed: requirements-ray.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-ray.txt
-	touch $@
-
-video-venv: $(VENV)/.video-installed
-
-$(VENV)/.video-installed: requirements-video.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-video.txt
-	touch $@
-
-minatar-venv: $(VENV)/.minatar-installed
-
-$(VENV)/.minatar-installed: requirements-minatar.txt $(VENV)/.installed
-	$(PY) -m pip install --quiet -r requirements-minatar.txt
+$(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r $<
 	touch $@
 
 test: atari-venv box2d-venv ray-venv video-venv minatar-venv
