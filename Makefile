@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari clean
 
 venv: $(VENV)/.installed
 
@@ -53,6 +53,10 @@ bench-ray: bench-venv ray-venv
 # MINATAR_ARGS="--game Breakout --seeds 1 --minutes 2": a part (the whole takes about 40 minutes on 2 cores)
 bench-minatar: bench-venv minatar-venv
 	$(PY) benchmarks/minatar_bench.py $(MINATAR_ARGS)
+
+# ATARI_ARGS="--baseline /tmp/old": also run another checkout (git worktree add /tmp/old <commit>) side by side
+bench-atari: bench-venv atari-venv
+	$(PY) benchmarks/atari_bench.py $(ATARI_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache build *.egg-info

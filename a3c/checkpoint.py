@@ -13,7 +13,20 @@ from .config import Config
 from .errors import CheckpointError, first_line
 
 FORMAT = "a3c-checkpoint"
-VERSION = 1
+VERSION = 2  # the format this a3c writes
+
+
+def upgrade_from_1(payload: dict) -> dict:
+    """Format 1 (a3c 0.1 to 0.4): a3c 0.1's config named one `hidden_size`; format 2 always names
+    `hidden_sizes`, as Config does."""
+    config = dict(payload["config"])
+    if "hidden_size" in config:
+        config.setdefault("hidden_sizes", [config.pop("hidden_size")])
+    return {**payload, "config": config, "version": 2}
+
+
+UPGRADES = {1: upgrade_from_1}  # format N -> format N + 1
+OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 
 def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, **extra) -> dict:
@@ -51,9 +64,20 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"{path} is not a readable checkpoint: {first_line(error)}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an a3c checkpoint")
-    if payload.get("version") != VERSION:
-        raise CheckpointError(f"{path} has checkpoint version {payload.get('version')}, expected {VERSION}")
     missing = [key for key in ("config", "model") if key not in payload]
     if missing:
         raise CheckpointError(f"{path} lacks {', '.join(missing)}")
+    return upgraded(payload, path)
+
+
+def upgraded(payload: dict, path) -> dict:
+    """The payload in today's format, upgraded step by step from an older one; a format this a3c cannot
+    read is refused, naming both."""
+    version = payload.get("version")
+    if not isinstance(version, int) or not OLDEST_READABLE <= version <= VERSION:
+        newer = isinstance(version, int) and version > VERSION
+        raise CheckpointError(f"{path} is in checkpoint format {version}; a3c {__version__} reads formats "
+                              f"{OLDEST_READABLE} to {VERSION}" + ("; upgrade a3c to load it" if newer else ""))
+    while payload["version"] < VERSION:
+        payload = UPGRADES[payload["version"]](payload)
     return payload

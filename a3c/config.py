@@ -145,10 +145,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, values: dict) -> "Config":
-        """From a saved config; one saved before version 0.2 names a single `hidden_size`."""
-        values = dict(values)
-        if "hidden_size" in values:
-            values.setdefault("hidden_sizes", [values["hidden_size"]])
+        """From a saved config (a3c/checkpoint.py upgrades older ones); fields this version lacks are dropped."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 

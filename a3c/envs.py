@@ -40,6 +40,9 @@ def rendering(render_mode: Optional[str]) -> dict:
     return {} if render_mode is None else {"render_mode": render_mode}
 
 
+NOOP_MAX = 30  # random no-ops after a reset: different starts from a deterministic emulator
+
+
 def make_atari(env_id: str, training: bool, render_mode: Optional[str] = None) -> gym.Env:
     """The standard preprocessing: noop reset, frame skip 4, 84x84 grayscale, 4 stacked frames;
     a lost life ends the episode in training only (evaluation plays whole games)."""
@@ -49,9 +52,24 @@ def make_atari(env_id: str, training: bool, render_mode: Optional[str] = None) -
         raise EnvError(f"{env_id} needs the Atari extras: pip install -r requirements-atari.txt") from None
     gym.register_envs(ale_py)
     env = gym.make(env_id, frameskip=1, disable_env_checker=True, **rendering(render_mode))
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=NOOP_MAX, frame_skip=4, screen_size=84,
                                           terminal_on_life_loss=training, grayscale_obs=True)
-    return gym.wrappers.FrameStackObservation(env, 4)
+    return gym.wrappers.FrameStackObservation(env, 4, padding_type="zero")  # as ALE's vector env pads
+
+
+def make_atari_vector(env_id: str, size: int, training: bool):
+    """`size` envs of `env_id` stepped in ALE's C++ with make_atari's preprocessing (the same frames;
+    tests/test_atari.py compares them), in one thread: the worker processes already fill the cores.
+    The game's version settings (sticky actions, action set, frame limit) come from its registration."""
+    import ale_py
+    from ale_py.vector_env import AtariVectorEnv
+    gym.register_envs(ale_py)
+    version = gym.spec(env_id).kwargs
+    return AtariVectorEnv(version["game"], size, num_threads=1,
+                          repeat_action_probability=version.get("repeat_action_probability", 0.0),
+                          full_action_space=version.get("full_action_space", False),
+                          max_num_frames_per_episode=version.get("max_num_frames_per_episode", 108_000),
+                          noop_max=NOOP_MAX, episodic_life=training, reward_clipping=False, use_fire_reset=False)
 
 
 class MinAtarFrames(gym.ObservationWrapper):
@@ -143,7 +161,7 @@ class StepResult:
 
 
 def has_vector_entry_point(env_id: str) -> bool:
-    if is_atari(env_id):  # ALE's own vector env preprocesses differently from make_atari
+    if is_atari(env_id):  # ALE's vector env has no gym.make_vec entry; make_env_batch makes it
         return False
     spec = gym.registry.get(env_id.split(":")[-1])  # "module:EnvId" is registered as EnvId
     return spec is not None and spec.vector_entry_point is not None
@@ -162,11 +180,16 @@ VECTOR_ENTRY_POINT_MIN_ENVS = 8  # CartPole, us a step: 1 env 19 (loop) / 66 (ve
 
 
 def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
-    """K = len(seeds) environments for one worker: gymnasium's numpy-vectorised implementation
-    (reset with `vector_seed`) where the env has one and K is large enough for it to pay, else
-    a loop (env k reset with seeds[k])."""
+    """K = len(seeds) environments for one worker: ALE's vector env for Atari (env k reset with
+    seeds[k]); gymnasium's numpy-vectorised implementation (reset with `vector_seed`) where the env
+    has one and K is large enough for it to pay; else a loop (env k reset with seeds[k])."""
+    if is_atari(env_id):
+        spec = env_spec(env_id)  # the one-line errors of make_env, the extra's included
+        ale_seeds = np.array(seeds, dtype=np.int64) % 2**31  # ALE takes int32, and -1 for "unseeded"
+        return VectorEnvBatch(make_atari_vector(env_id, len(seeds), training=True), spec, ale_seeds)
     if len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id):
-        return VectorEnvBatch(env_id, len(seeds), vector_seed)
+        vector_env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
+        return VectorEnvBatch(vector_env, env_spec(env_id), vector_seed)
     return EnvBatch(env_id, seeds)
 
 
@@ -225,17 +248,20 @@ class EnvBatch:
 
 
 class VectorEnvBatch:
-    """A gymnasium vector entry point, which resets an ended env on the NEXT step.
+    """A vector env (gymnasium's entry point, or ALE's) which resets an ended env on the NEXT step.
 
     That reset step ignores the action and yields no transition: it is reported
     as not valid, so the learner masks it out of the loss and restarts the
     LSTM state after it.
     """
 
-    def __init__(self, env_id: str, size: int, seed: int):
-        self.spec = env_spec(env_id)
-        self.env = gym.make_vec(env_id, num_envs=size, vectorization_mode="vector_entry_point")
-        self.obs, _ = self.env.reset(seed=seed)  # one seed: the vector env draws every env's start from one rng
+    def __init__(self, env: gym.vector.VectorEnv, spec: EnvSpec, seed: int | np.ndarray):
+        """`seed`: one int for gymnasium's vector envs, which draw every env's start from one rng;
+        one per env for ALE's."""
+        self.spec = spec
+        self.env = env
+        self.obs, _ = self.env.reset(seed=seed)
+        size = self.env.num_envs
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)
         self._resetting = np.zeros(size, dtype=bool)
@@ -250,7 +276,8 @@ class VectorEnvBatch:
         self._lengths += valid
         ended = terminated | truncated
         truncated = truncated & ~terminated
-        final_obs = np.where(truncated[:, None], obs, 0).astype(np.float32)
+        final_obs = np.zeros_like(obs)  # untouched pages cost nothing: most steps truncate nothing
+        final_obs[truncated] = obs[truncated]
         finished_returns = self._returns[ended].tolist()
         finished_lengths = self._lengths[ended].tolist()
         self._returns[ended], self._lengths[ended] = 0.0, 0

@@ -60,7 +60,7 @@ class ScaleFrames(nn.Module):
     """uint8 pixels travel and are stored as bytes; the network sees floats in [0, 1]."""
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        return frames.float() / 255.0
+        return frames.to(torch.float32, copy=True).mul_(1.0 / 255.0)  # in place on the copy: one pass fewer
 
 
 def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:

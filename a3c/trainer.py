@@ -26,6 +26,7 @@ from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network
 from .optim import SharedOptimizer
 from .processes import Shared, shared_model, start_method, worker_turns
+from .run_lock import RunLock
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
               "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1}
@@ -37,6 +38,7 @@ class RunSetup:
 
     config: Config
     run_dir: Path
+    lock: RunLock  # held until the run ends: one trainer per run dir
     model: Network  # its parameters are views of optimizer.params[0], in shared memory
     optimizer: SharedOptimizer
     env_steps: int = 0
@@ -72,7 +74,7 @@ def new_run(config: Config) -> RunSetup:
     check_video(config)
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, model, optimizer, ray_cluster=ray_cluster)
+    return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster)
 
 
 def check_video(config: Config) -> None:
@@ -94,6 +96,15 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
     if "optimizer" not in payload or "env_steps" not in payload:
         raise CheckpointError(f"{file} has no optimizer state to resume from; use a run's checkpoints/last.pt")
     run_dir = file.parent.parent if file.parent.name == "checkpoints" else file.parent
+    lock = RunLock(run_dir)  # before anything here changes: a second --resume of a running run stops now
+    try:
+        return restore(payload, file, run_dir, lock, overrides)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: dict) -> RunSetup:
     saved = Config.from_dict(payload["config"])
     config = config_for_resume(saved, overrides).replace(run_dir=str(run_dir))
     if payload["env_steps"] >= config.max_steps:
@@ -109,7 +120,7 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
     ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
-    return RunSetup(config, run_dir, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
+    return RunSetup(config, run_dir, lock, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
 
 
 class Interrupts:
@@ -172,6 +183,13 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None,
 
 def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict]) -> TrainResult:
     setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
+    try:
+        return run_to_the_end(setup, print_fn, resume is not None)
+    finally:
+        setup.lock.release()
+
+
+def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
     config, run_dir = setup.config, setup.run_dir
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     start_time = time.monotonic() - (setup.counters or {}).get("wall_seconds", 0.0)
@@ -185,7 +203,7 @@ def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dic
                            setup.env_steps, setup.counters)
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
     last_pt = run_dir / "checkpoints" / "last.pt"
-    console.message(f"{'resuming' if resume else 'training'} {config.env} at {setup.env_steps:,} env steps with "
+    console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 
     with Interrupts(backend.kill) as interrupts:

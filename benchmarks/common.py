@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import datetime
 import json
 import os
@@ -82,6 +83,16 @@ def run_sb3(env: str, algo: str, seed: int, timeout: float, target: float, eval_
 
 def read_summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
+
+
+def steady_rate(run_dir: Path, from_steps: float) -> float:
+    """Env steps/s between the first row of metrics.csv at `from_steps` or later (start-up behind) and
+    the last row before the one written at shutdown."""
+    with open(run_dir / "metrics.csv") as file:
+        rows = [(int(r["env_steps"]), float(r["wall_seconds"])) for r in csv.DictReader(file)]
+    window = [row for row in rows[:-1] if row[0] >= from_steps]
+    (steps0, wall0), (steps1, wall1) = window[0], window[-1]
+    return (steps1 - steps0) / (wall1 - wall0)
 
 
 def environment() -> dict:

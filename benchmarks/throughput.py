@@ -11,7 +11,6 @@ tree of an 8-process run.
 from __future__ import annotations
 
 import argparse
-import csv
 import multiprocessing
 import os
 import statistics
@@ -25,7 +24,7 @@ import numpy as np
 import psutil
 
 from common import (CLASSIC_A3C, DEFAULTS_WITHOUT_PRESET, environment, finish, print_table, read_summary, run_timed, save_results, start,
-                    trainer_command)
+                    steady_rate, trainer_command)
 
 ENV = "CartPole-v1"
 CALIBRATION_STEPS = 2_000  # per env of the single calibration process
@@ -43,21 +42,13 @@ def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
                 log_interval=max(max_steps // ROWS_PER_RUN, 1), print_interval=3600) | extra
 
 
-def steady_rate(run_dir: Path, max_steps: int) -> float:
-    with open(run_dir / "metrics.csv") as file:
-        rows = [(int(r["env_steps"]), float(r["wall_seconds"])) for r in csv.DictReader(file)]
-    window = [row for row in rows[:-1] if row[0] >= WARMUP_FRACTION * max_steps]
-    (steps0, wall0), (steps1, wall1) = window[0], window[-1]
-    return (steps1 - steps0) / (wall1 - wall0)
-
-
 def train_once(processes: int, envs: int, max_steps: int, **extra) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         wall, _, _ = run_timed(trainer_command(run_dir, **trainer_options(processes, envs, max_steps, **extra)),
                                timeout=120)
         summary = read_summary(run_dir)
-        return {"steady": steady_rate(run_dir, max_steps), "whole": summary["steps_per_second"],
+        return {"steady": steady_rate(run_dir, WARMUP_FRACTION * max_steps), "whole": summary["steps_per_second"],
                 "train_seconds": summary["wall_seconds"], "process_seconds": round(wall, 3)}
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
+import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported anywhere in this process
 
@@ -33,3 +35,59 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def start_cli(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def wait_for_children(process: subprocess.Popen, count: int, timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = children(process.pid)
+        if len(found) >= count:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"the trainer did not start {count} processes")
+
+
+def wait_for_metrics_rows(run_dir: Path, rows: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = run_dir / "metrics.csv"
+        if path.exists() and len(path.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.1)
+    raise AssertionError("training made no progress")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" not in status.read_text()
+
+
+def metrics_rows(run_dir: Path) -> list[dict]:
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit code 2, no traceback, exactly one 'Error: ...' line that holds every word."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(error_lines) == 1, result.stderr
+    for word in words:
+        assert word in error_lines[0], error_lines[0]
+    return error_lines[0]

@@ -1,17 +1,20 @@
-"""The pixel path: ALE/Pong-v5 through the standard preprocessing, the convnet and one update."""
+"""The pixel path: ALE/Pong-v5 through the standard preprocessing (ALE's vector env in training,
+gymnasium's wrappers in evaluation), the convnet and one update."""
 
 from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("ale_py", reason="Atari needs pip install -r requirements-atari.txt")
 
+from a3c import envs
 from a3c.config import Config
-from a3c.envs import env_spec, make_env
+from a3c.envs import VectorEnvBatch, env_spec, make_env, make_env_batch
 from a3c.model import ActorCritic
 from a3c.learner import ActorLearner
 from a3c.seeding import worker_seeds
@@ -38,6 +41,43 @@ def test_frames_go_through_a_convnet_to_the_lstm():
     assert any(isinstance(m, torch.nn.Conv2d) for m in model.encoder.modules())
 
 
+def test_training_frames_from_ales_vector_env_equal_the_evaluators_frames(monkeypatch):
+    """With the randomness off (no no-ops, no sticky actions), the workers' batch (ALE's C++ vector env)
+    and the evaluator's env (gymnasium's wrappers) show the same frames after the same actions."""
+    monkeypatch.setattr(envs, "NOOP_MAX", 0)
+    monkeypatch.setitem(gym.spec(PONG).kwargs, "repeat_action_probability", 0.0)
+    batch = make_env_batch(PONG, seeds=[1], vector_seed=0)
+    single = make_env(PONG, training=False)
+    assert isinstance(batch, VectorEnvBatch)
+    obs, _ = single.reset(seed=1)
+    np.testing.assert_array_equal(batch.obs[0], obs)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        action = int(rng.integers(6))
+        result = batch.step(np.array([action]))
+        obs, *_ = single.step(action)
+        np.testing.assert_array_equal(result.obs[0], obs)
+    batch.close()
+    single.close()
+
+
+def test_a_truncated_atari_episode_keeps_its_last_frames_and_the_next_step_only_resets(monkeypatch):
+    monkeypatch.setitem(gym.spec(PONG).kwargs, "max_num_frames_per_episode", 240)  # about 60 agent steps
+    batch = make_env_batch(PONG, seeds=[0, 1, 2], vector_seed=0)
+    for _ in range(100):
+        result = batch.step(np.zeros(3, dtype=np.int64))
+        if result.truncated.any():
+            break
+    assert result.truncated.any() and not result.terminated.any()
+    assert result.final_obs.dtype == np.uint8 and result.final_obs.shape == (3, 4, 84, 84)
+    np.testing.assert_array_equal(result.final_obs[result.truncated], result.obs[result.truncated])
+    assert not result.final_obs[~result.truncated].any()
+    assert len(result.finished_returns) == result.truncated.sum()
+    after = batch.step(np.zeros(3, dtype=np.int64))
+    np.testing.assert_array_equal(after.valid, ~result.truncated)  # the reset step yields no transition
+    batch.close()
+
+
 @pytest.mark.timeout(120)
 def test_one_rollout_and_one_update_on_pong():
     torch.manual_seed(0)
@@ -58,7 +98,7 @@ def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
                      "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=170)
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["clip_rewards"] is True and config["envs_per_process"] == 4  # the Atari preset
+    assert config["clip_rewards"] is True and config["envs_per_process"] == 16  # the Atari preset
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["env_steps"] >= 400 and summary["stop_reason"] == "max_steps"
     assert (run_dir / "checkpoints" / "last.pt").exists()

@@ -118,11 +118,25 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
         load_checkpoint(path)
 
 
-def test_other_checkpoint_version_is_refused(tmp_path):
-    path = tmp_path / "future.pt"
-    torch.save({"format": "a3c-checkpoint", "version": 999, "model": {}}, path)
-    with pytest.raises(CheckpointError, match="version"):
+@pytest.mark.parametrize("version, words", [(999, "format 999; a3c .* reads formats 1 to 2; upgrade a3c"),
+                                             (0, "format 0; a3c .* reads formats 1 to 2$"),
+                                             ("2", "format 2; a3c .* reads formats 1 to 2$")])
+def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
+    path = tmp_path / "other.pt"
+    torch.save({"format": "a3c-checkpoint", "version": version, "config": {}, "model": {}}, path)
+    with pytest.raises(CheckpointError, match=words):
         load_checkpoint(path)
+
+
+def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_2(tmp_path):
+    model = ActorCritic(4, 2, hidden_sizes=(8,))
+    old = {"format": "a3c-checkpoint", "version": 1, "config": {"env": "CartPole-v1", "hidden_size": 8},
+           "model": model.state_dict(), "env_steps": 5}
+    torch.save(old, tmp_path / "v1.pt")
+    loaded = load_checkpoint(tmp_path / "v1.pt")
+    assert loaded["version"] == 2 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
+    save_checkpoint(tmp_path / "v2.pt", {"config": Config().to_dict(), "model": model.state_dict()})
+    assert torch.load(tmp_path / "v2.pt", weights_only=True)["version"] == 2
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

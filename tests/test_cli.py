@@ -14,23 +14,12 @@ from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
-from .conftest import REPO_ROOT, run_cli
+from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 
 pytestmark = pytest.mark.slow  # every test here runs python main.py in a subprocess
 
 SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
                 "solved_env_steps", "solved_wall_seconds"}
-
-
-def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str) -> str:
-    """Exit code 2, no traceback, exactly one 'Error: ...' line that holds every word."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
-    assert len(error_lines) == 1, result.stderr
-    for word in words:
-        assert word in error_lines[0], error_lines[0]
-    return error_lines[0]
 
 
 def read_csv(path) -> tuple[list[str], list[dict]]:

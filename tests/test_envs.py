@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -103,7 +104,8 @@ def test_large_cartpole_batches_use_the_vectorised_implementation_and_a_loop_els
 
 
 def test_vector_batch_marks_the_reset_step_after_an_episode_ends_as_not_valid():
-    batch = VectorEnvBatch("CartPole-v1", size=3, seed=0)
+    vector_env = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="vector_entry_point")
+    batch = VectorEnvBatch(vector_env, env_spec("CartPole-v1"), seed=0)
     always_left = np.zeros(3, dtype=np.int64)  # falls over within a few dozen steps
     ended_before = np.zeros(3, dtype=bool)
     finished = []

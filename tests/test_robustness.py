@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,55 +18,11 @@ from a3c.optim import SharedAdam
 from a3c.learner import RolloutReport
 from a3c.worker import apply_gradient
 
-from .conftest import REPO_ROOT, run_cli
+from .conftest import (REPO_ROOT, alive, children, metrics_rows, run_cli, start_cli, wait_for_children,
+                       wait_for_metrics_rows)
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
             "--print-interval", "0.5", "--no-tensorboard"]
-
-
-def start_cli(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in path.read_text().split()] if path.exists() else []
-
-
-def wait_for_children(process: subprocess.Popen, count: int, timeout: float = 30) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = children(process.pid)
-        if len(found) >= count:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"the trainer did not start {count} processes")
-
-
-def wait_for_metrics_rows(run_dir: Path, rows: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        path = run_dir / "metrics.csv"
-        if path.exists() and len(path.read_text().splitlines()) > rows:
-            return
-        time.sleep(0.1)
-    raise AssertionError("training made no progress")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "State:\tZ" not in status.read_text()
-
-
-def metrics_rows(run_dir: Path) -> list[dict]:
-    with open(run_dir / "metrics.csv", newline="") as file:
-        return list(csv.DictReader(file))
 
 
 @pytest.mark.slow

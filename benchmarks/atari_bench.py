@@ -1,0 +1,114 @@
+"""Atari throughput: env (agent) steps/s of the trainer on Pong at 8 processes, beside the environment alone.
+
+Contenders, interleaved over --repeats in one invocation (the machine's speed drifts between sittings):
+- this checkout with the Atari preset (ALE's vector env, 16 envs x t-max 5);
+- this checkout with 4 envs x t-max 20 (the preset before it): the env's share of the gain apart from the preset's;
+- with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
+  <commit>`: the code before ALE's vector env).
+Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
+metrics.csv after the first quarter of the budget (start-up: ALE makes and seeds each env in about 0.8 s).
+Beside them, the env alone with random actions, one process per core: gymnasium's Atari wrappers stepped
+in a loop (the evaluator's env) and ALE's vector env (the workers'), 16 envs a process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import REPO, environment, print_table, read_summary, run_timed, save_json, steady_rate, trainer_command
+
+ENV = "ALE/Pong-v5"
+PROCESSES = 8
+ENVS = 16
+FRAMES_PER_STEP = 4  # the frame skip
+WARMUP_FRACTION = 0.25
+
+
+def train_rate(repo: Path, steps: int, **options) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        command = trainer_command(run_dir, repo, env=ENV, num_processes=PROCESSES, max_steps=steps, eval_episodes=0,
+                                  target_return="none", log_interval=steps // 20, print_interval=3600, **options)
+        wall, output, _ = run_timed(command, timeout=600)
+        if not (run_dir / "summary.json").exists():
+            raise SystemExit(f"{repo}: the run failed:\n{output[-2000:]}")
+        return {"steady": steady_rate(run_dir, WARMUP_FRACTION * steps), "process_seconds": round(wall, 1),
+                "whole": read_summary(run_dir)["steps_per_second"]}
+
+
+def random_steps(kind: str, seconds: float) -> int:
+    """Agent steps of Pong with random actions in `seconds`, ENVS envs in one process: ALE's vector env
+    (kind "vector") or gymnasium's wrappers in a loop."""
+    from a3c.envs import make_atari, make_atari_vector
+    rng = np.random.default_rng(0)
+    if kind == "vector":
+        vector_env = make_atari_vector(ENV, ENVS, training=True)
+        vector_env.reset(seed=np.arange(ENVS))
+        step_all, envs = (lambda: vector_env.step(rng.integers(0, 6, ENVS))), [vector_env]
+    else:
+        envs = [make_atari(ENV, training=True) for _ in range(ENVS)]
+        for seed, env in enumerate(envs):
+            env.reset(seed=seed)
+
+        def step_all():
+            for env in envs:
+                _, _, terminated, truncated, _ = env.step(int(rng.integers(6)))
+                if terminated or truncated:
+                    env.reset()
+    steps, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        step_all()
+        steps += ENVS
+    for env in envs:
+        env.close()
+    return steps
+
+
+def env_alone(kind: str, seconds: float) -> float:
+    """Total random-action steps/s of one process per core."""
+    cores = os.cpu_count()
+    with multiprocessing.get_context("spawn").Pool(cores) as pool:
+        return sum(pool.starmap(random_steps, [(kind, seconds)] * cores)) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=40_000, help="env steps a run (about a minute here)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
+    args = parser.parse_args()
+    contenders = {"this checkout, preset (16 envs x t-max 5)": (REPO, {}),
+                  "this checkout, 4 envs x t-max 20": (REPO, {"envs_per_process": 4, "t_max": 20})}
+    if args.baseline is not None:
+        contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
+    info = environment()
+    runs = {label: [] for label in contenders}
+    for _ in range(args.repeats):
+        for label, (repo, options) in contenders.items():
+            runs[label].append(train_rate(repo, args.steps, **options))
+            print(f"  {label}: {runs[label][-1]['steady']:,.0f} steps/s", flush=True)
+    alone = {"gymnasium wrappers, loop": env_alone("loop", 10.0), "ALE vector env": env_alone("vector", 10.0)}
+
+    medians = {label: statistics.median(r["steady"] for r in rs) for label, rs in runs.items()}
+    reference = medians[list(contenders)[-1]]
+    print(f"\n{ENV}, {PROCESSES} processes, steady env steps/s, median of {args.repeats}; {info['cores']} cores; "
+          f"frames/s = 4 x steps/s")
+    print_table(["contender", "steps/s", "frames/s", f"x {list(contenders)[-1].split(',')[0]}", "runs"],
+                [[label, f"{rate:,.0f}", f"{rate * FRAMES_PER_STEP:,.0f}", f"{rate / reference:.2f}",
+                  " ".join(f"{r['steady']:,.0f}" for r in runs[label])] for label, rate in medians.items()]
+                + [[f"env alone: {label}, {ENVS} envs x {info['cores']} processes", f"{rate:,.0f}",
+                    f"{rate * FRAMES_PER_STEP:,.0f}", "", ""] for label, rate in alone.items()])
+    save_json("atari", {**info, "env": ENV, "processes": PROCESSES, "steps": args.steps, "runs": runs,
+                        "medians": medians, "env_alone": alone})
+
+
+if __name__ == "__main__":
+    main()
