@@ -92,6 +92,8 @@ TRAIN_OPTIONS = [
     option("--tensorboard/--no-tensorboard", "write TensorBoard event files to RUN_DIR/tb"),
     option("--checkpoint-interval", "seconds between writes of checkpoints/last.pt", type=float),
     option("--max-worker-restarts", "restarts of a dead worker before the run stops", type=int),
+    option("--worker-timeout", "seconds a worker or the evaluator may show no progress (a hung env) before it is "
+           "killed and restarted (0: never)", type=float),
     option("--run-dir", "output folder (default: runs/<env>-<timestamp>)"),
     option("--start-method", "multiprocessing start method (default: fork on Linux, else spawn)",
            type=click.Choice(["", "fork", "spawn", "forkserver"])),

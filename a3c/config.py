@@ -63,6 +63,10 @@ class Config:
     # robustness
     checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
     max_worker_restarts: int = 3
+    # seconds a worker or the evaluator may show no progress before it is killed and restarted; 0: never.
+    # The longest silence of a healthy run: a worker's start-up, up to a minute for 8 Atari workers of 16
+    # envs each on 2 cores (docs/design.md, "Faults")
+    worker_timeout: float = 300.0
     run_dir: str = ""
     start_method: str = ""
     # transport
@@ -116,6 +120,7 @@ class Config:
             ("print_interval", self.print_interval > 0, "> 0"),
             ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),
             ("max_worker_restarts", self.max_worker_restarts >= 0, ">= 0"),
+            ("worker_timeout", self.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
             ("target_return", self.target_return in ("auto", None)
              or isinstance(self.target_return, (int, float)), "a number, auto or none"),
             ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),

@@ -13,27 +13,31 @@ import numpy as np
 import torch
 
 from .agent import Agent
-from .checkpoint import checkpoint_payload, save_checkpoint
+from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config
 from .envs import make_vector_env
+from .errors import CheckpointError
 from .flat import flatten_parameters
 from .messages import Evaluation, Failure
 from .processes import Shared, become_child_process, parent_is_gone
 from .seeding import evaluation_seed
 
 
-def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None) -> list[float]:
+def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None,
+                         on_step=lambda: None) -> list[float]:
     """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
     Greedy actions (argmax, or the Gaussian mean) from the mean weights; returns the
     undiscounted returns. An env that finished keeps being stepped (vector envs step
     all) but is no longer counted. Stops early, returning what finished, when `stop` is set.
+    `on_step` is called before every step (the evaluator's heartbeat).
     """
     obs, _ = envs.reset(seed=seed)
     state = agent.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
     while active.any() and not (stop is not None and stop.is_set()):
+        on_step()
         actions, state = agent.act(obs, state)
         obs, rewards, terminated, truncated, _ = envs.step(actions)
         returns += rewards * active
@@ -58,6 +62,26 @@ def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: in
                     TRAINING_VIDEO_STEPS)
 
 
+def saved_eval_return(best_path: Path) -> float | None:
+    """best.pt's evaluation return: an evaluator restarted mid-run must not overwrite a better best.pt."""
+    try:
+        return load_checkpoint(best_path).get("eval_return") if best_path.exists() else None
+    except CheckpointError:
+        return None
+
+
+def wait_beating(stop, seconds: float, beat) -> bool:
+    """stop.wait(seconds), beating every second meanwhile: waiting is not hanging."""
+    deadline = time.monotonic() + seconds
+    while True:
+        beat()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return stop.is_set()
+        if stop.wait(min(remaining, 1.0)):
+            return True
+
+
 def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
                   best_so_far: float | None) -> None:
     """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved."""
@@ -66,19 +90,20 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     weights = flatten_parameters(model)
     envs, spec = make_vector_env(config.env, config.eval_episodes)
     agent = Agent(model, spec, config.learner, config)
-    best = -math.inf if best_so_far is None else best_so_far
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
+    best = max((b for b in (best_so_far, saved_eval_return(best_path)) if b is not None), default=-math.inf)
     round_ = 0
     next_video = 0.0  # the first evaluation is filmed
+    beat = (lambda: shared.heartbeats.beat(shared.heartbeats.evaluator)) if shared.heartbeats else (lambda: None)
     try:
-        while not shared.stop.wait(config.eval_interval) and not parent_is_gone(parent_pid):
+        while not wait_beating(shared.stop, config.eval_interval, beat) and not parent_is_gone(parent_pid):
             steps = shared.env_steps.total()
             with torch.no_grad():
                 weights.copy_(shared.optimizer.params[0])
             if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
                 model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
             agent.weights_changed()
-            returns = play_greedy_episodes(agent, envs, evaluation_seed(config, round_), shared.stop)
+            returns = play_greedy_episodes(agent, envs, evaluation_seed(config, round_), shared.stop, beat)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead

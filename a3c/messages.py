@@ -36,7 +36,7 @@ class Failure:
     """A process died of an exception; `source` names it ("worker 3", "evaluator")."""
 
     source: str
-    traceback: str
+    details: str  # a traceback, or one line where the env is at fault
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,8 @@ class MetricsWriter:
         elif isinstance(message, Evaluation):
             self._on_eval(message)
         elif isinstance(message, Failure):
-            self.errors.append(f"{message.source} failed:\n{message.traceback}")
+            details = message.details.rstrip()
+            self.errors.append(f"{message.source} failed:" + ("\n" if "\n" in details else " ") + details)
             self.console.message(self.errors[-1].rstrip(), error=True)
 
     def _on_update(self, report) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -21,6 +22,22 @@ from .seeding import model_seed
 from .turns import Turns
 
 
+class Heartbeats:
+    """When each worker, and in the last slot the evaluator, last showed progress: shared monotonic times
+    (CLOCK_MONOTONIC is one clock for every process of a machine). The trainer's watchdog reads them."""
+
+    def __init__(self, ctx, num_workers: int):
+        self.times = ctx.RawArray("d", num_workers + 1)
+        self.evaluator = num_workers  # the evaluator's slot
+
+    def beat(self, slot: int) -> None:
+        self.times[slot] = time.monotonic()
+
+    def silence(self, slot: int) -> float:
+        """Seconds since `slot` last beat."""
+        return time.monotonic() - self.times[slot]
+
+
 @dataclass
 class Shared:
     """What every process of a run shares: handed over once, when the process starts."""
@@ -30,6 +47,7 @@ class Shared:
     env_steps: StepCounter
     stop: Any  # multiprocessing Event
     turns: Optional[Turns] = None  # None: every worker acts at once
+    heartbeats: Optional[Heartbeats] = None  # None: no watchdog (--worker-timeout 0)
 
 
 def one_thread() -> None:

@@ -25,7 +25,7 @@ from .learner import current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network
 from .optim import SharedOptimizer
-from .processes import Shared, shared_model, start_method, worker_turns
+from .processes import Heartbeats, Shared, shared_model, start_method, worker_turns
 from .run_lock import RunLock
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
@@ -196,7 +196,7 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
 
     ctx = mp.get_context(start_method(config))
     shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
-                    ctx.Event(), worker_turns(ctx, config))
+                    ctx.Event(), worker_turns(ctx, config), Heartbeats(ctx, config.num_processes))
     console = Console(print_fn)
     writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,

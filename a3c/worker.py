@@ -9,6 +9,7 @@ from contextlib import nullcontext
 import torch
 
 from .config import Config
+from .errors import EnvError
 from .learner import ActorLearner, RolloutReport, current_lr
 from .messages import Failure, Update
 from .optim import SharedOptimizer
@@ -49,6 +50,8 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
         learner = ActorLearner(config, seeds, shared.model.obs_norm)
         turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
+            if shared.heartbeats is not None:
+                shared.heartbeats.beat(rank)  # an update's rollout stuck in a hung env beats no more
             with turn(rank):  # a new rollout and the replays due after it, within one turn
                 reports = [update(learner, shared)]
                 while learner.replays_pending:
@@ -60,6 +63,9 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
                 shared.stop.set()
         if shared.turns is not None:
             shared.turns.give_back(rank)  # the others may be finishing an update
+    except EnvError as error:  # the env's fault, said in one line; a traceback would point at our code
+        messages.send(Failure(f"worker {rank}", str(error)))
+        raise SystemExit(1)
     except Exception:
         messages.send(Failure(f"worker {rank}", traceback.format_exc()))
         raise SystemExit(1)

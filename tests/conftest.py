@@ -30,9 +30,9 @@ def quiet():
     return _swallow
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """python main.py ARGS from the repo root, as a user runs it."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    """python main.py ARGS from the repo root, as a user runs it; `env`: its environment variables."""
+    env = env or dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 

@@ -3,6 +3,7 @@ directory, hung and hostile environments, a full disk."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -14,7 +15,8 @@ from a3c.checkpoint import load_checkpoint
 from .conftest import assert_one_line_usage_error, metrics_rows, run_cli, start_cli, wait_for_children, wait_for_metrics_rows
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
-            "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000", "--checkpoint-interval", "1"]
+            "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000",
+            "--checkpoint-interval", "1"]
 
 
 def wait_for_file(path, timeout: float = 30) -> None:
@@ -43,3 +45,61 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_trainer_leave
     resumed = run_cli("--resume", str(run_dir), "--max-steps", str(steps + 2000), timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] >= steps + 2000
+
+
+def hang_env(process_name: str, marker) -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", A3C_TEST_HANG_IN=process_name, A3C_TEST_HANG_MARKER=str(marker))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_worker_hung_in_its_env_is_killed_and_restarted_and_the_run_finishes(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_cli("--env", "tests.hostile_envs:Hang-v0", "--num-processes", "2", "--max-steps", "20000",
+                     "--eval-episodes", "0", "--worker-timeout", "3", "--run-dir", str(run_dir),
+                     env=hang_env("a3c-worker-0", tmp_path / "hung"), timeout=100)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "hung").exists()  # it did hang
+    assert ("worker 0 showed no progress for 3 s (--worker-timeout) and was killed; "
+            "restarting it from the shared weights (1/3)") in result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps" and summary["env_steps"] >= 20000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_hung_evaluator_is_killed_and_restarted_and_evaluates_again(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_cli("--env", "tests.hostile_envs:Hang-v0", "--num-processes", "1", "--max-steps", "60000",
+                     "--eval-interval", "0.2", "--eval-episodes", "2", "--target-return", "none",
+                     "--worker-timeout", "3", "--run-dir", str(run_dir),
+                     env=hang_env("a3c-evaluator", tmp_path / "hung"), timeout=100)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "hung").exists()
+    assert "the evaluator showed no progress for 3 s (--worker-timeout) and was killed; restarting it (1/3)" \
+        in result.stderr
+    hung_at = os.path.getmtime(tmp_path / "hung")
+    assert (run_dir / "eval.csv").stat().st_mtime > hung_at + 3  # the new evaluator wrote rows after the kill
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("env_id, words", [
+    ("WrongShape-v0", "at its step 50: an observation of shape (4,) and dtype float32, where its space declares (3,)"),
+    ("WrongDtype-v0", "at its step 50: an observation of shape (3,) and dtype <U1"),
+    ("NaNObs-v0", "at its step 50: a NaN or infinite observation"),
+    ("ShiftingActions-v0", "its action space became Discrete(5), from Discrete(3)"),
+    ("ResetRaises-v0", "at its step 1: reset raised RuntimeError: the simulator lost its licence")])
+def test_a_hostile_env_fails_its_worker_with_one_line_and_the_run_stops_cleanly(tmp_path, env_id, words):
+    run_dir = tmp_path / "run"
+    result = run_cli("--env", f"tests.hostile_envs:{env_id}", "--num-processes", "1", "--max-steps", "100000",
+                     "--eval-episodes", "0", "--max-worker-restarts", "1", "--run-dir", str(run_dir), timeout=100)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    failures = [line for line in result.stderr.splitlines() if line.startswith("worker 0 failed: ")]
+    assert len(failures) == 2  # the first start and its one restart
+    assert f"env tests.hostile_envs:{env_id} (number 0 of this worker's 8)" in failures[0]
+    assert words in failures[0]
+    assert "worker 0 died (exit code 1); restarting it from the shared weights (1/1)" in result.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "worker_failed"
+    load_checkpoint(run_dir / "checkpoints" / "last.pt")  # whole and loadable

@@ -21,6 +21,10 @@ from ..worker import run_worker
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
 
 
+def exit_cause(exitcode: int) -> str:
+    return f"killed by signal {-exitcode}" if exitcode < 0 else f"exit code {exitcode}"
+
+
 class LocalBackend:
     """The worker processes and the evaluator on this machine, each with its own message pipe."""
 
@@ -32,7 +36,7 @@ class LocalBackend:
         self.first_rank, self.first_incarnation = first_rank, first_incarnation
         self.evaluator_args = (start_time, str(run_dir), best_eval)
         self.workers: dict[int, mp.Process] = {}
-        self.restarts = {rank: 0 for rank in range(config.num_processes)}
+        self.restarts = {rank: 0 for rank in range(config.num_processes)} | {"evaluator": 0}
         self.evaluator: Optional[mp.Process] = None
         self.pipes: dict = {}  # receiving end -> process name
 
@@ -47,10 +51,14 @@ class LocalBackend:
 
     def start_worker(self, rank: int) -> None:
         seeds = worker_seeds(self.config, self.first_rank + rank, self.first_incarnation + self.restarts[rank])
+        if self.shared.heartbeats is not None:
+            self.shared.heartbeats.beat(rank)  # its start-up counts against --worker-timeout
         self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, seeds)
 
     def start_evaluator(self) -> None:
         if self.config.eval_episodes > 0:
+            if self.shared.heartbeats is not None:
+                self.shared.heartbeats.beat(self.shared.heartbeats.evaluator)
             self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
 
     def start(self) -> None:
@@ -72,28 +80,55 @@ class LocalBackend:
                 receiver.close()
 
     def check(self) -> Optional[str]:
-        """Restart dead workers while restarts last; say why the run must stop, if it must."""
+        """Restart dead and hung workers (and a hung evaluator) while restarts last; say why the run must
+        stop, if it must."""
         for rank, process in list(self.workers.items()):
-            if process.exitcode in (None, 0):
+            silence = self.hung_for(rank, process)
+            if silence is not None:
+                self.kill_hung(process)
+                what_happened = (f"worker {rank} showed no progress for {silence:.0f} s (--worker-timeout) "
+                                 "and was killed")
+            elif process.exitcode in (None, 0):
                 continue
-            cause = (f"killed by signal {-process.exitcode}" if process.exitcode < 0
-                     else f"exit code {process.exitcode}")
+            else:
+                what_happened = f"worker {rank} died ({exit_cause(process.exitcode)})"
             process.join()
             if self.shared.turns is not None:
                 self.shared.turns.give_back_for(rank)
-            if self.restart_worker(rank, cause) is not None:
+            if not self.restart_within_limit(self.restarts, rank, what_happened,
+                                             "restarting it from the shared weights", self.start_worker):
                 return "worker_failed"
-        if self.evaluator_failed():
-            return "evaluator_failed"
+        stop_reason = self.check_evaluator()
+        if stop_reason is not None:
+            return stop_reason
         if all(p.exitcode == 0 for p in self.workers.values()):
             return "max_steps"
         return None
 
-    def restart_worker(self, rank: int, cause: str) -> Optional[str]:
-        """Start a dead worker again; "worker_failed" once it has used up its restarts."""
-        restarted = self.restart_within_limit(self.restarts, rank, f"worker {rank} died ({cause})",
-                                              "restarting it from the shared weights", self.start_worker)
-        return None if restarted else "worker_failed"
+    def check_evaluator(self) -> Optional[str]:
+        """Restart a hung evaluator while restarts last; "evaluator_failed" if it failed or cannot be restarted."""
+        silence = None if self.evaluator is None else self.hung_for(self.shared.heartbeats.evaluator, self.evaluator)
+        if silence is not None:
+            self.kill_hung(self.evaluator)
+            if not self.restart_within_limit(self.restarts, "evaluator", f"the evaluator showed no progress for "
+                                             f"{silence:.0f} s (--worker-timeout) and was killed", "restarting it",
+                                             lambda _: self.start_evaluator()):
+                return "evaluator_failed"
+        return "evaluator_failed" if self.evaluator_failed() else None
+
+    def hung_for(self, slot: int, process: mp.Process) -> Optional[float]:
+        """How long a live process has shown no progress, if longer than --worker-timeout; else None."""
+        timeout = self.config.worker_timeout
+        if not timeout or self.shared.heartbeats is None or process.exitcode is not None:
+            return None
+        silence = self.shared.heartbeats.silence(slot)
+        return silence if silence > timeout else None
+
+    @staticmethod
+    def kill_hung(process: mp.Process) -> None:
+        """SIGKILL: a process stuck in an env's C code may never see a gentler signal."""
+        os.kill(process.pid, signal.SIGKILL)
+        process.join()
 
     def restart_within_limit(self, restarts: dict, key, what_happened: str, how: str, start) -> bool:
         """Count a restart of `key` and call start(key), saying so; False, saying why, once

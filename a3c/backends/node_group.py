@@ -25,7 +25,7 @@ from ..config import Config
 from ..counter import StepCounter
 from ..envs import env_spec
 from ..messages import Failure, Notice, Update
-from ..processes import Shared, one_thread, shared_model, start_method, worker_turns
+from ..processes import Heartbeats, Shared, one_thread, shared_model, start_method, worker_turns
 from ..sync import SyncedState, sync_round
 from .global_model import GlobalModel, read_only_tensor
 from .local import LocalBackend
@@ -45,7 +45,7 @@ class Outbox:
         if isinstance(message, Update):
             message = dataclasses.replace(message, rank=self.first_rank + message.rank)
         elif isinstance(message, Failure):
-            message = Failure(f"node group {self.index} {message.source}", message.traceback)
+            message = Failure(f"node group {self.index} {message.source}", message.details)
         self.queue.append(message)
 
     def message(self, line: str, error: bool = False) -> None:
@@ -66,7 +66,8 @@ class NodeGroup:
         optimizer.load_state_dict(optimizer_state)
         ctx = mp.get_context(start_method(config))
         workers = config.num_processes
-        self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local))
+        self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local),
+                             Heartbeats(ctx, workers))
         self.outbox = Outbox(index, index * workers)
         self.backend = LocalBackend(ctx, local, self.shared, run_dir=None, start_time=0.0, best_eval=None,
                                     console=self.outbox, first_rank=index * workers,

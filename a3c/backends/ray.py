@@ -203,9 +203,7 @@ class RayBackend(LocalBackend):
             self.failed = self._check_placements() or self._check_groups()
         if self.failed is not None:
             return self.failed
-        if self.evaluator_failed():
-            return "evaluator_failed"
-        return None if self.runs else "max_steps"
+        return self.check_evaluator() or (None if self.runs else "max_steps")
 
     def _check_placements(self) -> Optional[str]:
         """Groups that are placed; "node_group_unplaced" once one waited past --placement-timeout."""
