@@ -10,7 +10,7 @@ import torch
 
 from . import __version__
 from .config import Config
-from .errors import CheckpointError, first_line
+from .errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
 VERSION = 2  # the format this a3c writes
@@ -39,19 +39,20 @@ def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, *
 def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
     """Write to a temporary file, fsync, then rename: a crash leaves the old file intact."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(path.name + ".*.tmp"):  # left by a writer killed mid-write
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            torch.save({"format": FORMAT, "version": VERSION, **payload}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(path.name + ".*.tmp"):  # left by a writer killed mid-write
+            stale.unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                torch.save({"format": FORMAT, "version": VERSION, **payload}, file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:

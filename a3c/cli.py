@@ -13,7 +13,7 @@ import click
 
 from .config import Config
 from .options import field_name, option_value
-from .errors import USAGE_ERRORS
+from .errors import USAGE_ERRORS, WriteError
 
 DEFAULTS = Config()
 
@@ -129,9 +129,13 @@ def cli(ctx, resume, **settings):
     from .trainer import EXIT_CODES, train
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
-    with usage_errors():
-        config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
-        summary = train(config, resume=resume, overrides=given).summary
+    try:
+        with usage_errors():
+            config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
+            summary = train(config, resume=resume, overrides=given).summary
+    except WriteError as error:  # before the run started (config.json, a resume's CSVs): a full disk
+        click.echo(f"Error: {error}", err=True)
+        exit_now(1)
     exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
 
 

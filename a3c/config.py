@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from typing import Union
@@ -83,6 +84,10 @@ class Config:
     def __post_init__(self) -> None:
         widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
         object.__setattr__(self, "hidden_sizes", widths)  # hashable and JSON-stable, however it was given
+        for field in dataclasses.fields(self):  # nan passes no comparison, inf passes too many
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{option_name(field.name)} must be a finite number, got {value!r}")
         checks = [
             ("num_processes", self.num_processes >= 1, ">= 1"),
             ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
@@ -123,6 +128,7 @@ class Config:
             ("worker_timeout", self.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
             ("target_return", self.target_return in ("auto", None)
              or isinstance(self.target_return, (int, float)), "a number, auto or none"),
+            ("run_dir", "\x00" not in self.run_dir, "a path without NUL characters"),
             ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
              "one of fork, spawn, forkserver"),
             ("backend", self.backend in ("local", "ray"), "one of local, ray"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 
 class ConfigError(ValueError):
     """A setting that cannot work; the message names the CLI option."""
@@ -20,6 +22,24 @@ class PlotError(ValueError):
 
 
 USAGE_ERRORS = (ConfigError, EnvError, CheckpointError, PlotError)
+
+
+class WriteError(OSError):
+    """A file of the run that could not be written (a full or failing disk): the run stops with exit 1."""
+
+    def __init__(self, path, error: OSError):
+        super().__init__(f"cannot write {path}: {error.strerror or first_line(error)}")
+
+
+@contextmanager
+def writing(path):
+    """An OSError of the writes inside becomes a WriteError naming `path`."""
+    try:
+        yield
+    except WriteError:
+        raise
+    except OSError as error:
+        raise WriteError(path, error) from None
 
 
 def first_line(error: BaseException) -> str:

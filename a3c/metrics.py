@@ -18,6 +18,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Optional
 
+from .errors import writing
 from .messages import Evaluation, Failure, Update
 
 TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
@@ -41,18 +42,22 @@ class CsvLog:
     """Appends rows, flushed at once; continues an existing file (resume)."""
 
     def __init__(self, path: Path, columns: list[str]):
-        upgrade_header(path, columns)
-        self.file = open(path, "a", newline="")
-        self.writer = csv.DictWriter(self.file, fieldnames=columns)
-        if self.file.tell() == 0:
-            self.writer.writeheader()
+        self.path = path
+        with writing(path):
+            upgrade_header(path, columns)
+            self.file = open(path, "a", newline="")
+            self.writer = csv.DictWriter(self.file, fieldnames=columns)
+            if self.file.tell() == 0:
+                self.writer.writeheader()
 
     def write(self, row: dict) -> None:
-        self.writer.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()})
-        self.file.flush()
+        with writing(self.path):
+            self.writer.writerow({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()})
+            self.file.flush()
 
     def close(self) -> None:
-        self.file.close()
+        with writing(self.path):
+            self.file.close()
 
 
 def upgrade_header(path: Path, columns: list[str]) -> None:
@@ -82,9 +87,10 @@ def drop_rows_after(path: Path, env_steps: int) -> None:
         return
     kept = [rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= env_steps]
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as file:
-        csv.writer(file).writerows(kept)
-    os.replace(tmp, path)
+    with writing(path):
+        with open(tmp, "w", newline="") as file:
+            csv.writer(file).writerows(kept)
+        os.replace(tmp, path)
 
 
 class Console:

@@ -20,7 +20,7 @@ from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config, config_for_resume
 from .counter import StepCounter
 from .envs import env_spec
-from .errors import CheckpointError, ConfigError, first_line
+from .errors import CheckpointError, ConfigError, WriteError, first_line, writing
 from .learner import current_lr
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network
@@ -29,7 +29,7 @@ from .processes import Heartbeats, Shared, shared_model, start_method, worker_tu
 from .run_lock import RunLock
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
-              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1}
+              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1}
 
 
 @dataclass
@@ -191,7 +191,8 @@ def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dic
 
 def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
     config, run_dir = setup.config, setup.run_dir
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    with writing(run_dir / "config.json"):
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     start_time = time.monotonic() - (setup.counters or {}).get("wall_seconds", 0.0)
 
     ctx = mp.get_context(start_method(config))
@@ -202,21 +203,27 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
                            setup.env_steps, setup.counters)
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
+    disk = Disk(console, run_dir)
     last_pt = run_dir / "checkpoints" / "last.pt"
     console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
+
+    def handle(message) -> None:
+        disk.write(writer.handle, message)
 
     with Interrupts(backend.kill) as interrupts:
         backend.start()
         stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
         while stop_reason is None:
-            backend.receive(writer.handle, timeout=0.05)
+            backend.receive(handle, timeout=0.05)
             writer.maybe_print()
             if time.monotonic() >= next_checkpoint:
                 if backend.sync_state():
-                    save_last_checkpoint(last_pt, setup, shared.env_steps.total(), writer)
+                    disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
                 next_checkpoint = time.monotonic() + config.checkpoint_interval
-            if interrupts.received is not None:
+            if disk.failed:
+                stop_reason = "write_failed"
+            elif interrupts.received is not None:
                 stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
             elif writer.diverged:
                 stop_reason = "diverged"
@@ -229,19 +236,46 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
         if stop_reason in ("interrupted", "terminated"):
             console.message("stopping: finishing the current updates and writing the checkpoint "
                             "(press Ctrl-C again to quit at once)")
-        backend.stop(writer.handle)
+        backend.stop(handle)
 
     if writer.solved_at is not None:
         stop_reason = "solved"
     env_steps = shared.env_steps.total()
     if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
-        save_last_checkpoint(last_pt, setup, env_steps, writer)
-    writer.close()
+        disk.write(save_last_checkpoint, last_pt, setup, env_steps, writer)
+    disk.write(writer.close, always=True)
+    if disk.failed:
+        stop_reason = "write_failed"
     summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report()}
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
     console.message(format_summary(summary))
     return TrainResult(summary, run_dir)
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    with writing(path):
+        path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+class Disk:
+    """The run's writes after start-up. The first that fails (a full or failing disk) is reported in one line
+    and stops the run; the writes after it are skipped, except `always` ones (closing files)."""
+
+    def __init__(self, console: Console, run_dir: Path):
+        self.console, self.run_dir = console, run_dir
+        self.failed = False
+
+    def write(self, write, *args, always: bool = False) -> None:
+        if self.failed and not always:
+            return
+        try:
+            write(*args)
+        except WriteError as error:
+            if not self.failed:
+                self.console.message(f"{error}; stopping (make room, then continue with --resume {self.run_dir})",
+                                     error=True)
+            self.failed = True
 
 
 def format_summary(summary: dict) -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +105,48 @@ def test_a_hostile_env_fails_its_worker_with_one_line_and_the_run_stops_cleanly(
     assert "worker 0 died (exit code 1); restarting it from the shared weights (1/1)" in result.stderr
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "worker_failed"
     load_checkpoint(run_dir / "checkpoints" / "last.pt")  # whole and loadable
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs: a disk that fills up for real (ENOSPC from the kernel)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root: {result.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "--lazy", str(mount)], check=False)
+
+
+def fill(disk) -> Path:
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as file:
+        try:
+            while True:
+                file.write(bytes(1 << 16))
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_full_disk_stops_the_run_with_one_line_keeps_last_pt_and_resume_continues_after(small_disk):
+    run_dir = small_disk / "run"
+    process = start_cli(*LONG_RUN, "--run-dir", str(run_dir))
+    wait_for_file(run_dir / "checkpoints" / "last.pt")
+    wait_for_metrics_rows(run_dir, 3)
+    filler = fill(small_disk)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    assert "Traceback" not in err
+    full = [line for line in err.splitlines() if "No space left on device" in line]
+    assert len(full) == 1 and f"cannot write {run_dir}" in full[0], err
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")  # the last one written whole
+    filler.unlink()  # room again
+    resumed = run_cli("--resume", str(run_dir), "--max-steps", str(saved["env_steps"] + 2000), timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] >= saved["env_steps"] + 2000
