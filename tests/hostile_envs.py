@@ -7,7 +7,7 @@ Each is the Cue task of tests/cue_env.py (one-hot cue of 3, one-step episodes) u
   $A3C_TEST_HANG_MARKER records that the hang happened, so a restarted process runs on.
 - WrongShape-v0: from its BREAK_STEP-th step its observations have 4 entries, not 3.
 - WrongDtype-v0: from its BREAK_STEP-th step its observations are strings.
-- NaNObs-v0: from its BREAK_STEP-th step its observations are NaN.
+- NaNObs-v0: from its BREAK_STEP-th step its observations are NaN (those after a reset too).
 - ShiftingActions-v0: after its first episodes its action space grows to Discrete(5).
 - ResetRaises-v0: its second reset raises RuntimeError.
 """
@@ -39,7 +39,8 @@ class TurningCue(CueEnv):
             raise RuntimeError("the simulator lost its licence")
         if self.fault == "actions" and self.resets > 2:
             self.action_space = gym.spaces.Discrete(5)
-        return super().reset(seed=seed, options=options)
+        obs, info = super().reset(seed=seed, options=options)
+        return (self.broken(obs) if self.fault == "nan" and self.steps >= BREAK_STEP else obs), info
 
     def step(self, action):
         self.steps += 1
