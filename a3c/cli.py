@@ -159,7 +159,7 @@ cli = click.group(invoke_without_command=True, context_settings={"help_option_na
 @click.option("--checkpoint", required=True, type=click.Path(dir_okay=False), help="a .pt file of a run")
 @click.option("--episodes", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--env", "env_id", default=None, help="play on this env instead of the checkpoint's")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--video", default=None, type=click.Path(dir_okay=False),
               help="film the episodes into this .mp4 or .gif (pip install -r requirements-video.txt)")
 def evaluate(checkpoint, episodes, env_id, seed, video):

@@ -230,12 +230,13 @@ class EnvBatch:
     def checked(self, i: int, obs) -> np.ndarray:
         """`obs` as an array, if its shape and dtype fit the observation space (the finite check is batched
         in step: a numpy call per env and step cost more than the env step of CartPole)."""
-        obs = np.asarray(obs)
-        if obs.shape != self.spec.obs_shape or obs.dtype not in self.fitting_dtypes:
-            if obs.shape != self.spec.obs_shape or not np.can_cast(obs.dtype, self.spec.obs_dtype, "same_kind"):
-                raise self.fault(i, f"an observation of shape {obs.shape} and dtype {obs.dtype}, where its "
-                                    f"space declares {self.spec.obs_shape} and {np.dtype(self.spec.obs_dtype)}")
-            self.fitting_dtypes.add(obs.dtype)
+        obs, spec = np.asarray(obs), self.spec
+        if obs.shape == spec.obs_shape and obs.dtype in self.fitting_dtypes:
+            return obs
+        if obs.shape != spec.obs_shape or not np.can_cast(obs.dtype, spec.obs_dtype, "same_kind"):
+            raise self.fault(i, f"an observation of shape {obs.shape} and dtype {obs.dtype}, where its space "
+                                f"declares {spec.obs_shape} and {np.dtype(spec.obs_dtype)}")
+        self.fitting_dtypes.add(obs.dtype)
         return obs
 
     def check_finite(self, obs: np.ndarray) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import psutil
 
 from common import environment, finish, print_table, save_results, start, trainer_command
@@ -35,6 +36,15 @@ def last_row(run_dir: Path) -> tuple[int, float] | None:
     except FileNotFoundError:
         return None
     return (int(rows[-1]["env_steps"]), float(rows[-1]["wall_seconds"])) if rows else None
+
+
+def evaluations_between(run_dir: Path, start: float, end: float) -> list[float]:
+    """Mean returns of the evaluations logged in eval.csv between wall seconds `start` and `end`."""
+    try:
+        with open(run_dir / "eval.csv", newline="") as file:
+            return [float(r["mean_return"]) for r in csv.DictReader(file) if start < float(r["wall_seconds"]) <= end]
+    except FileNotFoundError:
+        return []
 
 
 def pss_by_pid(pid: int) -> dict[int, float]:
@@ -96,9 +106,14 @@ def main() -> None:
             if process.poll() is not None:
                 raise SystemExit(f"the run ended early:\n{finish(process, 1)[0][-2000:]}")
             rate = (row[0] - previous[0]) / (row[1] - previous[1]) if previous and row else float("nan")
-            samples.append({"minute": minute, "steps_per_second": rate, "env_steps": row and row[0], "pss": pss})
+            # the greedy policy's return: the better it plays, the longer the evaluator's episodes and the less
+            # of the cores is left to the workers
+            evals = evaluations_between(run_dir, previous[1] if previous else 0.0, row[1] if row else 0.0)
+            eval_return = statistics.fmean(evals) if evals else float("nan")
+            samples.append({"minute": minute, "steps_per_second": rate, "env_steps": row and row[0], "pss": pss,
+                            "eval_mean_return": eval_return, "evaluations": len(evals)})
             print(f"  minute {minute}: {rate:,.0f} steps/s, PSS {sum(pss.values()):,.0f} MB "
-                  f"over {len(pss)} processes", flush=True)
+                  f"over {len(pss)} processes, {len(evals)} evaluations, mean return {eval_return:.0f}", flush=True)
             previous = row
         finish(process, timeout=1)  # SIGINT: the trainer stops cleanly
 
@@ -110,16 +125,21 @@ def main() -> None:
     worst_pid = max(growth, key=growth.get)
     print(f"\n{ENV}, {args.processes} processes, {args.minutes} minutes; {info['cores']} cores; "
           f"env alone {ceiling:,.0f} steps/s")
-    print_table(["minute", "steps/s", "PSS total MB", "PSS largest process MB", "processes"],
+    print_table(["minute", "steps/s", "PSS total MB", "PSS largest process MB", "processes", "evaluations",
+                 "eval mean return"],
                 [[s["minute"], f"{s['steps_per_second']:,.0f}", f"{sum(s['pss'].values()):,.0f}",
-                  f"{max(s['pss'].values()):,.0f}", len(s["pss"])] for s in samples])
+                  f"{max(s['pss'].values()):,.0f}", len(s["pss"]), s["evaluations"], f"{s['eval_mean_return']:.0f}"]
+                 for s in samples])
+    correlation = float(np.corrcoef(rates, [s["eval_mean_return"] for s in settled])[0, 1])
     print(f"\nafter minute {args.settle}: throughput median {median_rate:,.0f} steps/s, largest deviation "
           f"{spread:.1%} ({'within' if spread <= LIMIT else 'OUTSIDE'} 10%); largest PSS growth of a process "
-          f"{growth[worst_pid]:.1%} (pid {worst_pid}; {'within' if growth[worst_pid] <= LIMIT else 'OUTSIDE'} 10%)")
+          f"{growth[worst_pid]:.1%} (pid {worst_pid}; {'within' if growth[worst_pid] <= LIMIT else 'OUTSIDE'} 10%); "
+          f"correlation of a minute's throughput with its evaluations' mean return {correlation:+.2f}")
     save_results("soak", {**info, "env": ENV, "processes": args.processes, "minutes": args.minutes,
                           "settle_minutes": args.settle, "env_alone_steps_per_second": ceiling, "samples": samples,
                           "median_steps_per_second": median_rate, "largest_deviation": spread,
-                          "growth_after_settle": growth}, plot(samples, ceiling))
+                          "growth_after_settle": growth, "throughput_eval_correlation": correlation},
+                 plot(samples, ceiling))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,9 @@ class LocalBackend:
 
     def check_evaluator(self) -> Optional[str]:
         """Restart a hung evaluator while restarts last; "evaluator_failed" if it failed or cannot be restarted."""
-        silence = None if self.evaluator is None else self.hung_for(self.shared.heartbeats.evaluator, self.evaluator)
+        heartbeats = self.shared.heartbeats
+        silence = None if self.evaluator is None or heartbeats is None else self.hung_for(heartbeats.evaluator,
+                                                                                          self.evaluator)
         if silence is not None:
             self.kill_hung(self.evaluator)
             if not self.restart_within_limit(self.restarts, "evaluator", f"the evaluator showed no progress for "
