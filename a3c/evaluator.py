@@ -18,7 +18,7 @@ from .config import Config
 from .envs import make_vector_env
 from .errors import CheckpointError, WriteError
 from .flat import flatten_parameters
-from .messages import Evaluation, Failure
+from .messages import Evaluation, Failure, WriteFailed
 from .processes import Shared, become_child_process, parent_is_gone
 from .seeding import evaluation_seed
 
@@ -118,8 +118,8 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             elif config.video_interval and time.monotonic() >= next_video:
                 film(agent, config, Path(run_dir), steps, round_)
                 next_video = time.monotonic() + config.video_interval
-    except WriteError as error:  # best.pt or a video on a full disk: one line
-        messages.send(Failure("evaluator", str(error)))
+    except WriteError as error:  # best.pt on a full disk: the trainer stops the run as for its own writes
+        messages.send(WriteFailed(str(error)))
         raise SystemExit(1)
     except Exception:
         messages.send(Failure("evaluator", traceback.format_exc()))

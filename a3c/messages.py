@@ -45,3 +45,11 @@ class Notice:
 
     line: str
     error: bool
+
+
+@dataclass(frozen=True)
+class WriteFailed:
+    """A process could not write a file of the run (a full or failing disk): the run stops, as when
+    the trainer's own write fails."""
+
+    error: str  # "cannot write PATH: REASON"

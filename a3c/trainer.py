@@ -22,6 +22,7 @@ from .counter import StepCounter
 from .envs import env_spec
 from .errors import CheckpointError, ConfigError, WriteError, first_line, writing
 from .learner import current_lr
+from .messages import WriteFailed
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network
 from .optim import SharedOptimizer
@@ -209,7 +210,10 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 
     def handle(message) -> None:
-        disk.write(writer.handle, message)
+        if isinstance(message, WriteFailed):
+            disk.failed_with(message.error)
+        else:
+            disk.write(writer.handle, message)
 
     with Interrupts(backend.kill) as interrupts:
         backend.start()
@@ -259,8 +263,9 @@ def write_summary(path: Path, summary: dict) -> None:
 
 
 class Disk:
-    """The run's writes after start-up. The first that fails (a full or failing disk) is reported in one line
-    and stops the run; the writes after it are skipped, except `always` ones (closing files)."""
+    """The run's writes after start-up. The first that fails (a full or failing disk), the trainer's or the
+    evaluator's, is reported in one line and stops the run; the trainer's writes after it are skipped,
+    except `always` ones (closing files)."""
 
     def __init__(self, console: Console, run_dir: Path):
         self.console, self.run_dir = console, run_dir
@@ -272,10 +277,14 @@ class Disk:
         try:
             write(*args)
         except WriteError as error:
-            if not self.failed:
-                self.console.message(f"{error}; stopping (make room, then continue with --resume {self.run_dir})",
-                                     error=True)
-            self.failed = True
+            self.failed_with(str(error))
+
+    def failed_with(self, error: str) -> None:
+        """A write failed, here or in the evaluator: the first is said, the run stops."""
+        if not self.failed:
+            self.console.message(f"{error}; stopping (make room, then continue with --resume {self.run_dir})",
+                                 error=True)
+        self.failed = True
 
 
 def format_summary(summary: dict) -> str:

@@ -37,8 +37,8 @@ def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subproc
                           text=True, timeout=timeout)
 
 
-def start_cli(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
+    env = env or dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -2,9 +2,9 @@
 (gymnasium.make("tests.hostile_envs:Hang-v0") imports this module).
 
 Each is the Cue task of tests/cue_env.py (one-hot cue of 3, one-step episodes) until it turns:
-- Hang-v0: at its BREAK_STEP-th step its step never returns (a simulator deadlock), once per run and
-  only in the process named by $A3C_TEST_HANG_IN (e.g. "a3c-worker-0", "a3c-evaluator"); the file
-  $A3C_TEST_HANG_MARKER records that the hang happened, so a restarted process runs on.
+- Hang-v0: its first step never returns (a simulator deadlock), once per run and only in the process
+  named by $A3C_TEST_HANG_IN (e.g. "a3c-worker-0", "a3c-evaluator"); the file $A3C_TEST_HANG_MARKER
+  records that the hang happened, so a restarted process runs on.
 - WrongShape-v0: from its BREAK_STEP-th step its observations have 4 entries, not 3.
 - WrongDtype-v0: from its BREAK_STEP-th step its observations are strings.
 - NaNObs-v0: from its BREAK_STEP-th step its observations are NaN (those after a reset too).
@@ -44,15 +44,15 @@ class TurningCue(CueEnv):
 
     def step(self, action):
         self.steps += 1
+        if self.fault == "hang":
+            hang_once()
         obs, reward, terminated, truncated, info = super().step(action)
         if self.steps >= BREAK_STEP:
             obs = self.broken(obs)
         return obs, reward, terminated, truncated, info
 
     def broken(self, obs):
-        if self.fault == "hang":
-            hang_once()
-        elif self.fault == "shape":
+        if self.fault == "shape":
             return np.zeros(4, dtype=np.float32)
         elif self.fault == "dtype":
             return np.array(["a", "b", "c"])
