@@ -65,8 +65,9 @@ class Config:
     checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
     max_worker_restarts: int = 3
     # seconds a worker or the evaluator may show no progress before it is killed and restarted; 0: never.
-    # The longest silence of a healthy run: a worker's start-up, up to a minute for 8 Atari workers of 16
-    # envs each on 2 cores (docs/design.md, "Faults")
+    # The longest silence of a healthy run seen: a worker's start-up, about 30 s before 8 Atari workers of
+    # 16 envs each on 2 cores all update; 300 s leaves room for slower machines and simulators
+    # (docs/design.md, "Faults")
     worker_timeout: float = 300.0
     run_dir: str = ""
     start_method: str = ""
