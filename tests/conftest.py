@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -58,14 +59,23 @@ def wait_for_children(process: subprocess.Popen, count: int, timeout: float = 30
     raise AssertionError(f"the trainer did not start {count} processes")
 
 
-def wait_for_metrics_rows(run_dir: Path, rows: int, timeout: float = 60) -> None:
+def wait_for_metrics_rows(run_dir: Path, rows: int, timeout: float = 60, name: str = "metrics.csv") -> None:
+    """Until RUN_DIR/`name` (metrics.csv, or eval.csv) holds more than `rows` rows."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        path = run_dir / "metrics.csv"
+        path = run_dir / name
         if path.exists() and len(path.read_text().splitlines()) > rows:
             return
         time.sleep(0.1)
-    raise AssertionError("training made no progress")
+    raise AssertionError(f"no new rows in {name}: the run made no progress")
+
+
+def interrupt(process: subprocess.Popen) -> str:
+    """Ctrl-C a running trainer; it must stop cleanly (exit code 130). Returns its stderr."""
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    return err
 
 
 def alive(pid: int) -> bool:

@@ -14,7 +14,8 @@ import pytest
 
 from a3c.checkpoint import load_checkpoint
 
-from .conftest import assert_one_line_usage_error, metrics_rows, run_cli, start_cli, wait_for_children, wait_for_metrics_rows
+from .conftest import (assert_one_line_usage_error, interrupt, metrics_rows, run_cli, start_cli, wait_for_children,
+                       wait_for_metrics_rows)
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
             "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000",
@@ -68,9 +69,7 @@ def test_a_worker_hung_in_its_env_is_killed_and_restarted_and_training_goes_on(t
     process = start_hanging("a3c-worker-0", tmp_path, "--eval-episodes", "0", "--log-interval", "2000",
                             "--run-dir", str(run_dir))
     wait_for_metrics_rows(run_dir, 3)  # the only worker hung at its first step: rows come from its replacement
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
-    assert process.returncode == 130, err
+    err = interrupt(process)
     assert ("worker 0 showed no progress for 3 s (--worker-timeout) and was killed; "
             "restarting it from the shared weights (1/3)") in err
 
@@ -81,13 +80,8 @@ def test_a_hung_evaluator_is_killed_and_restarted_and_evaluates_again(tmp_path):
     run_dir = tmp_path / "run"
     process = start_hanging("a3c-evaluator", tmp_path, "--eval-interval", "0.2", "--eval-episodes", "2",
                             "--run-dir", str(run_dir))
-    deadline = time.monotonic() + 60
-    while len((run_dir / "eval.csv").read_text().splitlines()) < 2:  # the first evaluation hung: rows come
-        assert time.monotonic() < deadline, "no evaluation after the hang"  # from the new evaluator
-        time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
-    assert process.returncode == 130, err
+    wait_for_metrics_rows(run_dir, 1, name="eval.csv")  # the first evaluation hung: rows come from the new evaluator
+    err = interrupt(process)
     assert "the evaluator showed no progress for 3 s (--worker-timeout) and was killed; restarting it (1/3)" in err
 
 
