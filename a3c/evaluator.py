@@ -45,12 +45,20 @@ def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, st
     return returns[~active].tolist()
 
 
+EVALUATION_BATCH = 64  # episodes played together at most: `evaluate --episodes 1000000` must not make a million envs
+
+
 def evaluate_agent(agent: Agent, episodes: int, seed: int) -> list[float]:
-    envs, _ = make_vector_env(agent.config.env, episodes)
-    try:
-        return play_greedy_episodes(agent, envs, seed)
-    finally:
-        envs.close()
+    """`episodes` greedy returns, played EVALUATION_BATCH at a time; the batch starting at episode k
+    resets with seed + k."""
+    returns = []
+    for start in range(0, episodes, EVALUATION_BATCH):
+        envs, _ = make_vector_env(agent.config.env, min(EVALUATION_BATCH, episodes - start))
+        try:
+            returns += play_greedy_episodes(agent, envs, seed + start)
+        finally:
+            envs.close()
+    return returns
 
 
 def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
