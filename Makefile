@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-soak clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak clean
 
 venv: $(VENV)/.installed
 
@@ -57,6 +57,10 @@ bench-minatar: bench-venv minatar-venv
 # ATARI_ARGS="--baseline /tmp/old": also run another checkout (git worktree add /tmp/old <commit>) side by side
 bench-atari: bench-venv atari-venv
 	$(PY) benchmarks/atari_bench.py $(ATARI_ARGS)
+
+# 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--seeds 2 --minutes 5" for a part
+bench-atari-learn: bench-venv atari-venv
+	$(PY) benchmarks/atari_learn.py $(ATARI_LEARN_ARGS)
 
 # SOAK_ARGS="--minutes 5": a shorter soak (the default is 30 minutes)
 bench-soak: bench-venv

@@ -45,10 +45,13 @@ PRESETS: dict[str, dict] = {
 
 # Every ALE/ game: the A3C paper's Atari settings (its t-max of 5), scaled to a small machine. 16 envs
 # a process: the network's passes over 16 frames cost less per frame than over 4 (Pong, 8 processes:
-# 956 env steps/s against 727 with 4 envs x t-max 20; benchmarks/README.md). A full Pong run is about
-# 10-20M env steps: hours on 2 cores.
-ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "hidden_sizes": (256,), "t_max": 5,
-         "envs_per_process": 16, "lr": 1e-4, "eval_interval": 300.0, "eval_episodes": 4,
+# 956 env steps/s against 727 with 4 envs x t-max 20). Feed-forward, as MinAtar: the 4 stacked frames
+# show motion, and Breakout (8 processes, lr 4e-4, seed 0) left random play within 200k env steps
+# without the LSTM but was still at it after 600k with it. lr 4e-4: with 80 transitions an update, the
+# progress per env step of a one-env worker with 20-step rollouts at 1e-4 (benchmarks/README.md).
+# A full Pong run is about 10-20M env steps: hours on 2 cores.
+ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "core": "none", "hidden_sizes": (256,),
+         "t_max": 5, "envs_per_process": 16, "lr": 4e-4, "eval_interval": 300.0, "eval_episodes": 4,
          "log_interval": 100_000, "print_interval": 10.0}
 
 

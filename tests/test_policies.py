@@ -23,6 +23,8 @@ SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
     "continuous-no-core": ((4,), {"continuous": True, "core": "none"}),
     "frames-lstm": ((2, 36, 36), {}),
     "frames-no-core": ((2, 36, 36), {"core": "none"}),
+    "frames-deep-mlp": ((2, 36, 36), {"core": "none", "hidden_sizes": (16, 8)}),
+    "small-frames": ((3, 10, 10), {"core": "none"}),  # MinAtar's: one convolution
 }
 
 

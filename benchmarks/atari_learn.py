@@ -1,0 +1,101 @@
+"""Atari learns on a CPU: Breakout with the Atari preset, a fixed wall-clock a seed, its return against env steps.
+
+Each seed runs `python main.py --env ALE/Breakout-v5 --num-processes 8 --eval-episodes 0 --seed S` for
+--minutes from launch, then a SIGINT (the trainer stops cleanly). No evaluator: its greedy whole games
+cost the workers' cores (a greedy policy that never presses FIRE plays all 108,000 frames). The measure
+is metrics.csv's mean return of the last 100 training episodes, each one life (a lost life ends a
+training episode), in rows every 100k env steps: random play scores about 0.27 a life. Reported per
+seed: that return at the first row at or past 100k env steps (still random play), at 400k, and the last
+row within the budget; median and range over seeds. `--from-runs DIR ...` summarises runs already made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from common import environment, print_table, run_timed, save_results, trainer_command
+
+ENV = "ALE/Breakout-v5"
+PROCESSES = 8
+MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
+
+
+def run_seed(seed: int, minutes: float, run_dir: Path) -> None:
+    command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed,
+                              print_interval=60)
+    run_timed(command, timeout=60 * minutes)
+
+
+def curve(run_dir: Path, minutes: float) -> list[dict]:
+    """metrics.csv's rows within the budget: env steps, seconds, return a life, policy entropy."""
+    with open(run_dir / "metrics.csv", newline="") as file:
+        rows = [{"env_steps": int(row["env_steps"]), "seconds": float(row["wall_seconds"]),
+                 "return": float(row["mean_return"]), "entropy": float(row["entropy"])}
+                for row in csv.DictReader(file)]
+    return [row for row in rows if row["seconds"] <= 60 * minutes]
+
+
+def at_steps(rows: list[dict], steps: int) -> dict | None:
+    return next((row for row in rows if row["env_steps"] >= steps), None)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
+
+
+def plot(runs: dict[int, list[dict]]):
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for seed, rows in runs.items():
+        steps = [row["env_steps"] for row in rows]
+        axes[0].plot(steps, [row["return"] for row in rows], label=f"seed {seed}")
+        axes[1].plot(steps, [row["entropy"] for row in rows], label=f"seed {seed}")
+    axes[0].axhline(statistics.median(at_steps(rows, MARKS[0])["return"] for rows in runs.values()), color="grey",
+                    linestyle=":", label="median at 100k (random play)")
+    axes[0].set_ylabel("mean return of the last 100 training episodes (one life each)")
+    axes[1].set_ylabel("policy entropy (ln 4 = 1.386: uniform)")
+    for axis in axes:
+        axis.set_xlabel("env steps")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.suptitle(f"{ENV}, the Atari preset, {PROCESSES} processes on 2 cores")
+    figure.tight_layout()
+    return figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget of one run, from launch")
+    parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
+    args = parser.parse_args()
+    info = environment()
+    runs: dict[int, list[dict]] = {}
+    if args.from_runs:
+        for run_dir in args.from_runs:
+            runs[json.loads((run_dir / "config.json").read_text())["seed"]] = curve(run_dir, args.minutes)
+    else:
+        for seed in range(args.seeds):
+            with tempfile.TemporaryDirectory() as tmp:
+                run_seed(seed, args.minutes, Path(tmp) / "run")
+                runs[seed] = curve(Path(tmp) / "run", args.minutes)
+    marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
+    print(f"\n{ENV}, {args.minutes:g} minutes a run from launch; {info['cores']} cores; mean return a life of the "
+          "last 100 training episodes (random play: about 0.27)")
+    print_table(["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
+                [[seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
+                 for seed, rows in marks.items()])
+    for n, name in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
+        values = [rows[n]["return"] for rows in marks.values() if rows[n]]
+        print(f"{name}: median (range) {spread(values)} over {len(values)} seeds")
+    save_results("atari_learn", {**info, "env": ENV, "minutes": args.minutes, "runs": runs}, plot(runs))
+
+
+if __name__ == "__main__":
+    main()
