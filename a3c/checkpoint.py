@@ -13,7 +13,7 @@ from .config import Config
 from .errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 2  # the format this a3c writes
+VERSION = 3  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -25,7 +25,13 @@ def upgrade_from_1(payload: dict) -> dict:
     return {**payload, "config": config, "version": 2}
 
 
-UPGRADES = {1: upgrade_from_1}  # format N -> format N + 1
+def upgrade_from_2(payload: dict) -> dict:
+    """Format 2 (a3c 0.5 to 0.6): the value head predicted raw returns; format 3's config says whether
+    the model keeps return statistics (`normalize_returns`, on by default from a3c 0.7)."""
+    return {**payload, "config": {"normalize_returns": False, **payload["config"]}, "version": 3}
+
+
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2}  # format N -> format N + 1
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

@@ -68,6 +68,8 @@ TRAIN_OPTIONS = [
     option("--gamma", "discount factor", type=float),
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
+    option("--normalize-returns/--no-normalize-returns", "the value head learns returns standardised by their "
+           "running mean and std"),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),
@@ -83,6 +85,8 @@ TRAIN_OPTIONS = [
     option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
     option("--eval-interval", "seconds between greedy evaluations", type=float),
     option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
+    option("--confirm-episodes", "new greedy episodes that must confirm an evaluation reaching the target "
+           "before the run counts as solved (0: the evaluation alone)", type=int),
     option("--video-interval", "seconds between videos of the greedy policy in RUN_DIR/videos (0: none; "
            "pip install -r requirements-video.txt)", type=float),
     option("--target-return", "stop when the eval mean reaches this (auto: the env's reward_threshold)",

@@ -36,6 +36,10 @@ class Config:
     # clipping ten times looser: CartPole, 40 seeds, median 2.7-3.0 s to solve against 3.8-4.0 s at 1.0
     reward_scale: float = 0.1
     normalize_obs: bool = False  # running mean/std of observations, shared by the workers
+    # the value head learns returns standardised by their running mean and std (shared by the workers).
+    # Without it the head reads an LSTM's tanh-bounded state and must reach returns of -10 and more:
+    # Adam saturated the LSTM within 60 updates on Acrobot (docs/design.md, "The LSTM's scale")
+    normalize_returns: bool = True
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.5
@@ -56,6 +60,9 @@ class Config:
     # evaluation and logging
     eval_interval: float = 0.5
     eval_episodes: int = 10
+    # an evaluation that reaches the target solves only if this many new episodes of the same weights
+    # confirm it (0: it solves alone): the best of hundreds of 10-episode means is a lucky draw
+    confirm_episodes: int = 100
     video_interval: float = 0.0  # seconds between the evaluator's videos in RUN_DIR/videos; 0: none
     target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
     log_interval: int = 20_000
@@ -119,6 +126,7 @@ class Config:
             ("lr", self.lr > 0, "> 0"),
             ("eval_interval", self.eval_interval > 0, "> 0"),
             ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
+            ("confirm_episodes", self.confirm_episodes >= 0, ">= 0 (0: no confirmation)"),
             ("video_interval", self.video_interval >= 0, ">= 0 (0: no videos)"),
             ("video_interval", not (self.video_interval and not self.eval_episodes),
              "0 without the evaluator (--eval-episodes 0): the evaluator films"),
@@ -163,7 +171,8 @@ class Config:
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
-STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs")
+STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs",
+                     "normalize_returns")
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:

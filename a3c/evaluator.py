@@ -6,6 +6,7 @@ import copy
 import math
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -20,7 +21,7 @@ from .errors import CheckpointError, WriteError
 from .flat import flatten_parameters
 from .messages import Evaluation, Failure, WriteFailed
 from .processes import Shared, become_child_process, parent_is_gone
-from .seeding import evaluation_seed
+from .seeding import confirmation_seed, evaluation_seed
 
 
 def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None,
@@ -48,17 +49,33 @@ def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, st
 EVALUATION_BATCH = 64  # episodes played together at most: `evaluate --episodes 1000000` must not make a million envs
 
 
-def evaluate_agent(agent: Agent, episodes: int, seed: int) -> list[float]:
+def evaluate_agent(agent: Agent, episodes: int, seed: int, stop=None, on_step=lambda: None) -> list[float]:
     """`episodes` greedy returns, played EVALUATION_BATCH at a time; the batch starting at episode k
-    resets with seed + k."""
+    resets with seed + k. Fewer when `stop` is set meanwhile (play_greedy_episodes)."""
     returns = []
     for start in range(0, episodes, EVALUATION_BATCH):
         envs, _ = make_vector_env(agent.config.env, min(EVALUATION_BATCH, episodes - start))
         try:
-            returns += play_greedy_episodes(agent, envs, seed + start)
+            returns += play_greedy_episodes(agent, envs, seed + start, stop, on_step)
         finally:
             envs.close()
+        if stop is not None and stop.is_set():
+            break
     return returns
+
+
+@dataclass(frozen=True, order=True)
+class Standing:
+    """How a snapshot of the weights ranks for best.pt: a mean confirmed on --confirm-episodes new
+    episodes beats any mean of one evaluation (the best of many noisy means is a lucky one), then
+    the higher mean wins."""
+
+    confirmed: bool
+    mean: float
+
+
+def reaches(mean: float, target) -> bool:
+    return target is not None and mean >= target
 
 
 def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
@@ -70,12 +87,14 @@ def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: in
                     TRAINING_VIDEO_STEPS)
 
 
-def saved_eval_return(best_path: Path) -> float | None:
-    """best.pt's evaluation return: an evaluator restarted mid-run must not overwrite a better best.pt."""
+def saved_standing(best_path: Path) -> Standing | None:
+    """best.pt's standing: an evaluator restarted mid-run must not overwrite a better best.pt."""
     try:
-        return load_checkpoint(best_path).get("eval_return") if best_path.exists() else None
+        payload = load_checkpoint(best_path) if best_path.exists() else {}
     except CheckpointError:
         return None
+    mean = payload.get("eval_return")
+    return None if mean is None else Standing(bool(payload.get("eval_confirmed", False)), mean)
 
 
 def wait_beating(stop, seconds: float, beat) -> bool:
@@ -92,14 +111,20 @@ def wait_beating(stop, seconds: float, beat) -> bool:
 
 def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
                   best_so_far: float | None) -> None:
-    """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved."""
+    """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved.
+
+    An evaluation whose mean reaches the target is confirmed on --confirm-episodes new episodes of
+    the same weights; only a confirmed mean at the target solves (with --confirm-episodes 0, the
+    evaluation's own mean). `best_so_far`: the best evaluation mean of the run before this evaluator.
+    """
     become_child_process()
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
     weights = flatten_parameters(model)
     envs, spec = make_vector_env(config.env, config.eval_episodes)
     agent = Agent(model, spec, config.learner, config)
     best_path = Path(run_dir) / "checkpoints" / "best.pt"
-    best = max((b for b in (best_so_far, saved_eval_return(best_path)) if b is not None), default=-math.inf)
+    standings = [Standing(False, best_so_far) if best_so_far is not None else None, saved_standing(best_path)]
+    best = max((b for b in standings if b is not None), default=Standing(False, -math.inf))
     round_ = 0
     next_video = 0.0  # the first evaluation is filmed
     beat = (lambda: shared.heartbeats.beat(shared.heartbeats.evaluator)) if shared.heartbeats else (lambda: None)
@@ -116,11 +141,23 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
             mean = float(np.mean(returns))
-            solved = config.target_return is not None and mean >= config.target_return
-            if mean > best:
-                best = mean
-                save_checkpoint(best_path, checkpoint_payload(config, model, steps, eval_return=mean))
+            confirming = config.confirm_episodes > 0 and reaches(mean, config.target_return)
+            solved = reaches(mean, config.target_return) and not confirming
             messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
+            standing = Standing(False, mean)
+            if confirming:
+                returns = evaluate_agent(agent, config.confirm_episodes, confirmation_seed(config, round_),
+                                         shared.stop, beat)
+                if len(returns) < config.confirm_episodes:
+                    break
+                standing = Standing(True, float(np.mean(returns)))
+                solved = reaches(standing.mean, config.target_return)
+                messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved, confirmation=True))
+            if standing > best:
+                best = standing
+                save_checkpoint(best_path, checkpoint_payload(config, model, steps, eval_return=standing.mean,
+                                                              eval_confirmed=standing.confirmed,
+                                                              eval_episodes=len(returns)))
             if solved:
                 shared.stop.set()  # at once: filming takes seconds (evaluate --video films best.pt)
             elif config.video_interval and time.monotonic() >= next_video:

@@ -23,12 +23,14 @@ class Update:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One round of greedy episodes, at the env-step count it started from."""
+    """One round of greedy episodes, at the env-step count it started from; or the confirmation of an
+    evaluation that reached the target, on new episodes of the same weights."""
 
     env_steps: int
     wall_seconds: float
     returns: list
-    solved: bool  # the mean reached the target return
+    solved: bool  # the mean reached the target return, and needs no confirmation or is one
+    confirmation: bool = False
 
 
 @dataclass(frozen=True)

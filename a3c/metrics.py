@@ -30,7 +30,8 @@ TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_retur
 # read off the wall clock: they differ between two runs that are otherwise the same
 TIMING_COLUMNS = ["wall_seconds", "steps_per_second", "updates_per_second", "replay_updates_per_second",
                   "rollout_ms", "update_ms"]
-EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return"]
+EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return", "episodes",
+                "confirmation"]
 NONFINITE_IN_A_ROW_LIMIT = 20
 
 
@@ -150,6 +151,7 @@ class MetricsWriter:
         self._last_row = (env_steps, now)
         self._last_print = (env_steps, now)
         self.last_eval: Optional[float] = None
+        self.confirmed: Optional[tuple[float, int]] = None  # (mean, episodes) of the solving or best confirmation
         self.solved_at: Optional[tuple[int, float]] = None
         self.errors: list[str] = []
 
@@ -231,13 +233,25 @@ class MetricsWriter:
         mean = statistics.fmean(returns)
         row = {"env_steps": evaluation.env_steps, "wall_seconds": evaluation.wall_seconds, "mean_return": mean,
                "std_return": statistics.pstdev(returns), "min_return": min(returns),
-               "max_return": max(returns)}
+               "max_return": max(returns), "episodes": len(returns), "confirmation": int(evaluation.confirmation)}
         self.eval_log.write(row)
-        self._tensorboard("eval", row)
-        self.last_eval = mean
-        self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
+        if evaluation.confirmation:
+            self._on_confirmation(evaluation, mean)
+        else:
+            self._tensorboard("eval", row)
+            self.last_eval = mean
+            self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
         if evaluation.solved and self.solved_at is None:
             self.solved_at = (evaluation.env_steps, evaluation.wall_seconds)
+
+    def _on_confirmation(self, evaluation: Evaluation, mean: float) -> None:
+        episodes = len(evaluation.returns)
+        if self.solved_at is None and (self.confirmed is None or evaluation.solved or mean > self.confirmed[0]):
+            self.confirmed = (mean, episodes)
+        self._tensorboard("confirmation", {"env_steps": evaluation.env_steps, "mean_return": mean})
+        self.console.message(f"confirmation of the evaluation at {evaluation.env_steps:,} env steps: mean "
+                             f"{mean:.1f} over {episodes} new episodes: "
+                             + ("solved" if evaluation.solved else "below the target, training on"))
 
     def _tensorboard(self, group: str, row: dict) -> None:
         if self.tb_dir is None:
@@ -274,6 +288,8 @@ class MetricsWriter:
             "steps_per_second": round(env_steps / max(wall, 1e-9), 1), "updates": self.updates,
             "episodes": self.episodes, "best_eval_return": self.best_eval, "last_eval_return": self.last_eval,
             "target_return": target_return, "solved": self.solved_at is not None,
+            "confirmed_return": None if self.confirmed is None else round(self.confirmed[0], 6),
+            "confirmed_episodes": None if self.confirmed is None else self.confirmed[1],
             "solved_env_steps": solved_steps,
             "solved_wall_seconds": None if solved_wall is None else round(solved_wall, 3),
             "nonfinite_updates": self.nonfinite_updates, "stop_reason": stop_reason,

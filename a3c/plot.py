@@ -43,8 +43,9 @@ def _number(text: Optional[str]) -> float:
     return float(text) if text else math.nan
 
 
-def _read_rows(path: Path, columns: list[str]) -> list[list[float]]:
-    """The given columns of each row of a CSV file with a header, as floats."""
+def _read_rows(path: Path, columns: list[str], optional: tuple[str, ...] = ()) -> list[list[float]]:
+    """The given columns of each row of a CSV file with a header, as floats; then the `optional` ones,
+    0 where the file (an older version's) lacks them."""
     try:
         with open(path, newline="") as file:
             reader = csv.DictReader(file)
@@ -55,7 +56,7 @@ def _read_rows(path: Path, columns: list[str]) -> list[list[float]]:
     if missing:
         raise PlotError(f"{path}: missing column(s) {', '.join(missing)}")
     try:
-        return [[_number(row[c]) for c in columns] for row in rows]
+        return [[_number(row[c]) for c in columns] + [_number(row.get(c) or "0") for c in optional] for row in rows]
     except ValueError as error:  # float() of a cell that is not a number
         raise PlotError(f"{path}: not a number in it ({error})") from None
 
@@ -90,9 +91,9 @@ def read_curves(run_dir: str | Path) -> Curves:
             curves.train_return.append(ret)
     evals = run_dir / "eval.csv"
     if evals.is_file():
-        for steps, seconds, ret, std in _read_rows(
-                evals, ["env_steps", "wall_seconds", "mean_return", "std_return"]):
-            if not math.isnan(ret):
+        for steps, seconds, ret, std, confirmation in _read_rows(
+                evals, ["env_steps", "wall_seconds", "mean_return", "std_return"], optional=("confirmation",)):
+            if not math.isnan(ret) and not confirmation:  # a confirmation repeats its evaluation's point
                 curves.eval_steps.append(steps)
                 curves.eval_seconds.append(seconds)
                 curves.eval_return.append(ret)

@@ -15,7 +15,7 @@ import torch
 
 from .config import Config
 
-MODEL, WORKER, EVALUATOR = range(3)  # the first element of a spawn key: whose seeds
+MODEL, WORKER, EVALUATOR, CONFIRMATION = range(4)  # the first element of a spawn key: whose seeds
 
 
 class WorkerSeeds(NamedTuple):
@@ -52,3 +52,8 @@ def seed_worker_torch(seeds: WorkerSeeds) -> None:
 def evaluation_seed(config: Config, round_: int) -> int:
     """The reset seed of evaluation round `round_`: new starts every round (gymnasium derives each env's)."""
     return derive(config, EVALUATOR, round_)[0]
+
+
+def confirmation_seed(config: Config, round_: int) -> int:
+    """The reset seed of the confirmation after evaluation round `round_`: episodes no evaluation played."""
+    return derive(config, CONFIRMATION, round_)[0]

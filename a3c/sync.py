@@ -8,8 +8,8 @@ updates its workers applied during the round trip. Every worker's update so
 reaches the global weights once, as in one big Hogwild run whose updates from
 other nodes arrive late (docs/design.md, "Node groups").
 
-Observation statistics travel the same way, as additive sums (count, sum, sum
-of squares), so the groups' statistics merge exactly.
+Running statistics (of observations, of value targets) travel the same way, as
+additive sums (count, sum, sum of squares), so the groups' statistics merge exactly.
 """
 
 from __future__ import annotations
@@ -37,24 +37,22 @@ def sums_to_moments(sums: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.T
 
 
 class SyncedState:
-    """What a node group exchanges: its flat weights and, with --normalize-obs, its observation sums.
+    """What a node group exchanges: its flat weights and the sums of each of its running statistics
+    (observations with --normalize-obs, value targets with --normalize-returns).
 
     Both are read and written in place while the group's workers keep updating them (Hogwild).
-    The statistics are three buffers that a worker updates together: when a worker's update and
+    A statistic is three buffers that a worker updates together: when a worker's update and
     add() overlap, one overwrites the other. If the worker's wins, the other groups' observations
     that add() brought are missing here, and the next delta takes them out of the global sums too:
     what remains are the exact statistics of fewer observations (CartPole, two groups of one
     worker: 1-3% of them dropped).
     """
 
-    def __init__(self, weights: torch.Tensor, norm: Optional[RunningNorm]):
-        self.weights, self.norm = weights, norm
+    def __init__(self, weights: torch.Tensor, norms: list[Optional[RunningNorm]]):
+        self.weights, self.norms = weights, [norm for norm in norms if norm is not None]
 
     def read(self) -> list[torch.Tensor]:
-        values = [self.weights.clone()]
-        if self.norm is not None:
-            values.append(moments_to_sums(self.norm.count, self.norm.mean, self.norm.var))
-        return values
+        return [self.weights.clone(), *(moments_to_sums(norm.count, norm.mean, norm.var) for norm in self.norms)]
 
     def assign(self, values: list[torch.Tensor]) -> None:
         """Make the state equal to `values` (as read() returns them)."""
@@ -63,10 +61,10 @@ class SyncedState:
     @torch.no_grad()
     def add(self, changes: list[torch.Tensor]) -> None:
         self.weights.add_(changes[0])
-        if self.norm is not None:
-            now = moments_to_sums(self.norm.count, self.norm.mean, self.norm.var)
-            for buffer, value in zip((self.norm.count, self.norm.mean, self.norm.var),
-                                     sums_to_moments(now + changes[1], tuple(self.norm.mean.shape))):
+        for norm, change in zip(self.norms, changes[1:]):
+            now = moments_to_sums(norm.count, norm.mean, norm.var)
+            for buffer, value in zip((norm.count, norm.mean, norm.var),
+                                     sums_to_moments(now + change, tuple(norm.mean.shape))):
                 buffer.copy_(value)
 
 

@@ -288,7 +288,9 @@ class Disk:
 
 
 def format_summary(summary: dict) -> str:
-    solved = (f"solved at {summary['solved_env_steps']:,} env steps, {summary['solved_wall_seconds']:.1f} s"
+    confirmed = (f" (confirmed: {summary['confirmed_return']:.1f} over {summary['confirmed_episodes']} new episodes)"
+                 if summary["solved"] and summary["confirmed_episodes"] else "")
+    solved = (f"solved at {summary['solved_env_steps']:,} env steps, {summary['solved_wall_seconds']:.1f} s{confirmed}"
               if summary["solved"] else "not solved")
     best = summary["best_eval_return"]
     return (f"done ({summary['stop_reason']}): {summary['env_steps']:,} env steps in "

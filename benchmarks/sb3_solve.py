@@ -6,8 +6,9 @@ also the horizon of its linear schedules. The Zoo's `normalize: true` is VecNorm
 and rewards); the evaluation env shares the observation statistics, frozen. Every --eval-interval
 seconds of wall-clock (counted from the end of the previous evaluation, as our evaluator does) the
 deterministic policy plays --eval-episodes episodes on separate envs, stepped together; training
-stops when their mean reaches --target. Prints one JSON line: solved, env_steps, seconds, and the
-learning curve (env steps, seconds, greedy mean return at each evaluation).
+stops when their mean reaches --target and --confirm-episodes new episodes confirm it, as our
+trainer's evaluator does. Prints one JSON line: solved, env_steps, seconds, the learning curve (env
+steps, seconds, greedy mean return at each evaluation) and the confirmations.
 """
 
 from __future__ import annotations
@@ -58,11 +59,14 @@ ALGOS = {"a2c": A2C, "ppo": PPO}
 
 
 class SolvedCallback(BaseCallback):
-    """Evaluate every `interval` seconds; stop training once the greedy mean reaches `target`."""
+    """Evaluate every `interval` seconds; stop training once the greedy mean reaches `target` and
+    `confirm_episodes` new episodes of the same weights confirm it (our trainer's criterion)."""
 
-    def __init__(self, eval_env, episodes: int, interval: float, target: float):
+    def __init__(self, eval_env, episodes: int, interval: float, target: float, confirm_episodes: int):
         super().__init__()
         self.eval_env, self.episodes, self.interval, self.target = eval_env, episodes, interval, target
+        self.confirm_episodes = confirm_episodes
+        self.confirmations: list[tuple[int, float]] = []
         self.next_eval = time.monotonic() + interval
         self.solved_at: int | None = None
         self.curve: list[tuple[int, float, float]] = []
@@ -74,10 +78,18 @@ class SolvedCallback(BaseCallback):
         self.next_eval = time.monotonic() + self.interval
         return mean
 
+    def confirmed(self) -> bool:
+        if not self.confirm_episodes:
+            return True
+        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.confirm_episodes, deterministic=True)
+        self.confirmations.append((self.num_timesteps, float(mean)))
+        self.next_eval = time.monotonic() + self.interval
+        return mean >= self.target
+
     def _on_step(self) -> bool:
         if time.monotonic() < self.next_eval:
             return True
-        if self.evaluate() >= self.target:
+        if self.evaluate() >= self.target and self.confirmed():
             self.solved_at = self.num_timesteps
             return False
         return True
@@ -99,6 +111,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--eval-interval", type=float, default=0.5)
     parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--confirm-episodes", type=int, default=100,
+                        help="new episodes that must confirm an evaluation at the target (0: none)")
     args = parser.parse_args()
 
     if args.threads:
@@ -107,7 +121,7 @@ def main() -> None:
     env = make_envs(args.env, n_envs, args.seed, normalize, training=True)
     eval_env = make_envs(args.env, args.eval_episodes, args.seed + 10_000, normalize, training=False)
     model = ALGOS[args.algo](policy="MlpPolicy", env=env, seed=args.seed, device="cpu", **hyperparams)
-    callback = SolvedCallback(eval_env, args.eval_episodes, args.eval_interval, args.target)
+    callback = SolvedCallback(eval_env, args.eval_episodes, args.eval_interval, args.target, args.confirm_episodes)
     try:
         model.learn(total_timesteps=budget, callback=callback)
     except KeyboardInterrupt:  # zoo.py's timeout: report how far it got
@@ -117,7 +131,8 @@ def main() -> None:
     print(json.dumps({"env": args.env, "algo": args.algo, "seed": args.seed, "solved": callback.solved_at is not None,
                       "env_steps": callback.solved_at if callback.solved_at is not None else model.num_timesteps,
                       "seconds": round(time.monotonic() - START, 3), "threads": torch.get_num_threads(),
-                      "final_eval": callback.curve[-1][2], "curve": callback.curve}))
+                      "final_eval": callback.curve[-1][2], "curve": callback.curve,
+                      "confirmations": callback.confirmations}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Per env, the contenders run interleaved by seed, one process at a time, each tim
 exit and capped by the env's timeout: ours with the env's preset and `--num-processes 8` (and,
 where the preset replays, once more with `--replay-ratio 0`), and sb3_solve.py's A2C and PPO. All
 of them play the same greedy evaluation (10 episodes) at the preset's cadence in seconds and stop
-at the target. Reported per env and contender: runs solved, median and range of env steps and of
+at the target once 100 new episodes of the same weights confirm it. Reported per env and contender: runs solved, median and range of env steps and of
 whole-process seconds to solve (unsolved runs count as infinitely slow), and the median final
 greedy return; the learning curves go to zoo.png, against env steps and against seconds.
 """

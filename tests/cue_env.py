@@ -14,6 +14,9 @@ forked worker processes inherit the registration.
 - CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
 - CueMultiBinary-v0: the same with a MultiBinary action space, which the trainer refuses.
 - ContinuousCue-v0: observe x in [-1, 1], act a in [-2, 2] (a Box), earn -(a - x)^2, one step.
+- CoinFlip-v0: one-step episodes paying 1 or 0 by a fair coin of the env's seeded rng, whatever
+  the action; its reward_threshold 0.7 is reached by luck by 17% of 10-episode means (P(Bin(10, 0.5)
+  >= 7)) and by a 100-episode mean with probability 4e-5.
 """
 
 from __future__ import annotations
@@ -95,3 +98,12 @@ class ContinuousCueEnv(gym.Env):
 
 if "ContinuousCue-v0" not in gym.registry:
     gym.register(id="ContinuousCue-v0", entry_point=ContinuousCueEnv, reward_threshold=-0.02)
+
+
+class CoinFlipEnv(CueEnv):
+    def step(self, action):
+        return self._obs(), float(self.np_random.integers(2)), True, False, {}
+
+
+if "CoinFlip-v0" not in gym.registry:
+    gym.register(id="CoinFlip-v0", entry_point=CoinFlipEnv, reward_threshold=0.7)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.agent import load_agent
+from a3c.agent import load_agent, model_from_checkpoint
 from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.model import ActorCritic
@@ -118,9 +118,9 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
         load_checkpoint(path)
 
 
-@pytest.mark.parametrize("version, words", [(999, "format 999; a3c .* reads formats 1 to 2; upgrade a3c"),
-                                             (0, "format 0; a3c .* reads formats 1 to 2$"),
-                                             ("2", "format 2; a3c .* reads formats 1 to 2$")])
+@pytest.mark.parametrize("version, words", [(999, "format 999; a3c .* reads formats 1 to 3; upgrade a3c"),
+                                             (0, "format 0; a3c .* reads formats 1 to 3$"),
+                                             ("2", "format 2; a3c .* reads formats 1 to 3$")])
 def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
     path = tmp_path / "other.pt"
     torch.save({"format": "a3c-checkpoint", "version": version, "config": {}, "model": {}}, path)
@@ -128,15 +128,28 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
         load_checkpoint(path)
 
 
-def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_2(tmp_path):
+def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_3(tmp_path):
     model = ActorCritic(4, 2, hidden_sizes=(8,))
     old = {"format": "a3c-checkpoint", "version": 1, "config": {"env": "CartPole-v1", "hidden_size": 8},
            "model": model.state_dict(), "env_steps": 5}
     torch.save(old, tmp_path / "v1.pt")
     loaded = load_checkpoint(tmp_path / "v1.pt")
-    assert loaded["version"] == 2 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
-    save_checkpoint(tmp_path / "v2.pt", {"config": Config().to_dict(), "model": model.state_dict()})
-    assert torch.load(tmp_path / "v2.pt", weights_only=True)["version"] == 2
+    assert loaded["version"] == 3 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
+    save_checkpoint(tmp_path / "v3.pt", {"config": Config().to_dict(), "model": model.state_dict()})
+    assert torch.load(tmp_path / "v3.pt", weights_only=True)["version"] == 3
+
+
+def test_a_format_2_checkpoint_keeps_its_value_head_in_returns(tmp_path):
+    """Format 2 had no return statistics: its config says so, and its weights load into a network without them."""
+    model = ActorCritic(4, 2, hidden_sizes=(8,))
+    config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k != "normalize_returns"}
+    torch.save({"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(),
+                "env_steps": 5}, tmp_path / "v2.pt")
+    loaded = load_checkpoint(tmp_path / "v2.pt")
+    assert loaded["version"] == 3 and loaded["config"]["normalize_returns"] is False
+    rebuilt, saved_config, _ = model_from_checkpoint(loaded)
+    assert saved_config.normalize_returns is False and rebuilt.return_norm is None
+    assert Config().normalize_returns is True  # while a new run keeps them
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

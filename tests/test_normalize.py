@@ -59,4 +59,6 @@ def test_workers_share_and_checkpoint_the_statistics(tmp_path, quiet):
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
     # both workers fed the one shared counter: about every observation of the run was seen
     assert 0.9 * summary["env_steps"] <= saved["obs_norm.count"].item() <= summary["env_steps"] + 8
-    assert_close(saved["obs_norm.mean"].sum().item(), 1.0, atol=1e-6, rtol=0)  # one-hot cues
+    # one-hot cues: the mean sums to 1, exactly unless the two workers' updates raced (Hogwild: a read of
+    # the mean torn by the other's write, seen once in about 20 runs, off by 0.005)
+    assert_close(saved["obs_norm.mean"].sum().item(), 1.0, atol=0.02, rtol=0)

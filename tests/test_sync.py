@@ -47,7 +47,7 @@ class GlobalList:
 def test_every_groups_update_reaches_the_global_weights_once():
     start = torch.zeros(4)
     global_model = GlobalList([start])
-    groups = [SyncedState(start.clone(), None) for _ in range(2)]
+    groups = [SyncedState(start.clone(), []) for _ in range(2)]
     anchors = [[start.clone()] for _ in groups]
     applied = torch.zeros(4)
     for round_ in range(5):
@@ -62,7 +62,7 @@ def test_every_groups_update_reaches_the_global_weights_once():
 
 
 def test_an_update_applied_during_the_round_trip_is_kept_and_sent_next_time():
-    group = SyncedState(torch.zeros(3), None)
+    group = SyncedState(torch.zeros(3), [])
     global_model = GlobalList([torch.zeros(3)])
     late = torch.tensor([0.0, 1.0, 0.0])
 
@@ -78,21 +78,24 @@ def test_an_update_applied_during_the_round_trip_is_kept_and_sent_next_time():
     torch.testing.assert_close(global_model.values[0], torch.tensor([1.0, 1.0, 0.0]))
 
 
-def test_observation_statistics_of_two_groups_merge_through_the_global_sums():
+def test_observation_and_return_statistics_of_two_groups_merge_through_the_global_sums():
     first, second = torch.randn(30, 2), torch.randn(60, 2) * 2 - 1
-    groups = [SyncedState(torch.zeros(1), RunningNorm((2,))) for _ in range(2)]
+    first_returns, second_returns = torch.randn(40) * 3 - 10, torch.randn(20) + 5
+    groups = [SyncedState(torch.zeros(1), [RunningNorm((2,)), None, RunningNorm(())]) for _ in range(2)]
     start = groups[0].read()
     global_model = GlobalList(start)
     anchors = [start, start]
-    groups[0].norm.update(first)
-    groups[1].norm.update(second)
+    for group, observations, returns in zip(groups, (first, second), (first_returns, second_returns)):
+        group.norms[0].update(observations)
+        group.norms[1].update(returns)
     for _ in range(2):  # the second round brings group 0 the data group 1 sent after it
         for index, group in enumerate(groups):
             anchors[index] = sync_round(group, anchors[index], global_model.exchange)
-    both = norm_of(torch.cat([first, second]))
+    expected = [norm_of(torch.cat([first, second])), RunningNorm(())]
+    expected[1].update(torch.cat([first_returns, second_returns]))
     for group in groups:
-        torch.testing.assert_close((group.norm.count, group.norm.mean, group.norm.var),
-                                   (both.count, both.mean, both.var))
+        for norm, both in zip(group.norms, expected):
+            torch.testing.assert_close((norm.count, norm.mean, norm.var), (both.count, both.mean, both.var))
 
 
 def test_optimizer_states_average_their_moments_and_keep_the_most_steps():

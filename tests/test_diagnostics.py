@@ -1,0 +1,73 @@
+"""The network diagnostics tell a saturated LSTM and a noise-dominated head from a healthy network."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from a3c.diagnostics import network_diagnostics
+from a3c.model import ActorCritic
+
+OBS = 6
+
+
+def observations(steps: int = 30, batch: int = 8, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(steps, batch, OBS, generator=torch.Generator().manual_seed(0)) * scale
+
+
+def network(**options) -> ActorCritic:
+    torch.manual_seed(0)
+    return ActorCritic(OBS, 3, hidden_sizes=(32,), **options)
+
+
+def test_a_fresh_lstm_is_far_from_saturation():
+    found = network_diagnostics(network(), observations())
+    assert found["gate_saturation"] < 0.01 and found["hidden_saturation"] < 0.01
+    assert 0 < found["cell_abs_mean"] < 1 and 0 < found["feature_rms"] < 1
+
+
+def test_an_lstm_built_to_saturate_is_seen_saturated():
+    model = network()
+    size = model.hidden_size
+    with torch.no_grad():
+        model.lstm.weight_ih_l0.mul_(50)
+        model.lstm.bias_ih_l0.fill_(10.0)  # input, forget and output gates wide open...
+        model.lstm.bias_ih_l0[2 * size:3 * size] = 0.0  # ...and the candidate follows the input
+    steady = observations(steps=1).expand(30, -1, -1)  # the same observation every step
+    found = network_diagnostics(model, steady)
+    assert found["gate_saturation"] > 0.8
+    assert found["hidden_saturation"] > 0.4
+    assert found["cell_abs_mean"] > 5  # an integrator: |c| grows with every step (a fresh LSTM: under 1)
+
+
+def test_restarts_zero_the_state_as_in_training():
+    model = network()
+    with torch.no_grad():
+        model.lstm.bias_ih_l0.fill_(5.0)
+    obs = observations(steps=40)
+    every_step = torch.ones(40, 8, dtype=torch.bool)
+    assert (network_diagnostics(model, obs, every_step)["cell_abs_mean"]
+            < network_diagnostics(model, obs)["cell_abs_mean"] / 5)
+
+
+def test_logit_noise_against_the_spread_over_the_batch():
+    quiet = network_diagnostics(network(sigma_init=0.0), observations())
+    loud = network_diagnostics(network(sigma_init=1.0), observations())
+    assert quiet["logit_noise_ratio"] == 0.0 and loud["logit_noise_ratio"] > 10
+    assert quiet["logit_spread"] == loud["logit_spread"] > 0  # the mean weights are the same network
+    assert math.isnan(network_diagnostics(network(noisy=False), observations())["logit_noise_ratio"])
+
+
+def test_a_feed_forward_network_has_no_lstm_figures():
+    found = network_diagnostics(network(core="none"), observations())
+    assert all(math.isnan(found[key]) for key in ("gate_saturation", "cell_abs_mean", "hidden_saturation"))
+    assert found["feature_rms"] > 0
+
+
+def test_the_callers_noise_draw_is_left_as_it_was():
+    model = network()
+    model.resample_noise()
+    before = model.policy.weight_epsilon.clone()
+    network_diagnostics(model, observations())
+    assert torch.equal(model.policy.weight_epsilon, before)
