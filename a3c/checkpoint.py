@@ -26,9 +26,9 @@ def upgrade_from_1(payload: dict) -> dict:
 
 
 def upgrade_from_2(payload: dict) -> dict:
-    """Format 2 (a3c 0.5 to 0.6): the value head predicted raw returns; format 3's config says whether
-    the model keeps return statistics (`normalize_returns`, on by default from a3c 0.7)."""
-    return {**payload, "config": {"normalize_returns": False, **payload["config"]}, "version": 3}
+    """Format 2 (a3c 0.5 to 0.6): the value head learned whole returns; format 3's config says whether it
+    learns them less the running mean of the value targets (`center_values`, auto from a3c 0.7)."""
+    return {**payload, "config": {"center_values": "off", **payload["config"]}, "version": 3}
 
 
 UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2}  # format N -> format N + 1

@@ -68,8 +68,8 @@ TRAIN_OPTIONS = [
     option("--gamma", "discount factor", type=float),
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
-    option("--normalize-returns/--no-normalize-returns", "the value head learns returns standardised by their "
-           "running mean and std"),
+    option("--center-values", "on: the value head learns the return less the running mean of the value "
+           "targets; auto: on with the LSTM", type=click.Choice(["auto", "on", "off"])),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),

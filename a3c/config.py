@@ -36,10 +36,12 @@ class Config:
     # clipping ten times looser: CartPole, 40 seeds, median 2.7-3.0 s to solve against 3.8-4.0 s at 1.0
     reward_scale: float = 0.1
     normalize_obs: bool = False  # running mean/std of observations, shared by the workers
-    # the value head learns returns standardised by their running mean and std (shared by the workers).
-    # Without it the head reads an LSTM's tanh-bounded state and must reach returns of -10 and more:
-    # Adam saturated the LSTM within 60 updates on Acrobot (docs/design.md, "The LSTM's scale")
-    normalize_returns: bool = True
+    # on: the value head learns the return less the running mean of the value targets (shared by the
+    # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
+    # more (Adam saturated it within 60 updates on Acrobot), off for feed-forward networks, which reach
+    # them with ReLU features and explore by the optimism of a value starting near 0
+    # (docs/design.md, "The LSTM's scale")
+    center_values: str = "auto"
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.5
@@ -107,6 +109,7 @@ class Config:
                                                                   for n in self.hidden_sizes),
              "one or more widths >= 1, like 64,64"),
             ("core", self.core in ("lstm", "none"), "one of lstm, none"),
+            ("center_values", self.center_values in ("auto", "on", "off"), "one of auto, on, off"),
             ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
             ("learner", not (self.learner == "numpy" and self.model),
              "auto or torch with --model (the numpy learner runs the stock network only)"),
@@ -172,7 +175,14 @@ class Config:
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
 STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs",
-                     "normalize_returns")
+                     "center_values")
+
+
+def centers_values(config: Config) -> bool:
+    """Whether the value head learns returns less their running mean: --center-values, where auto means
+    the stock network with the LSTM."""
+    return config.center_values == "on" or (config.center_values == "auto" and config.core == "lstm"
+                                            and not config.model)
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:

@@ -46,7 +46,9 @@ def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, st
     return returns[~active].tolist()
 
 
-EVALUATION_BATCH = 64  # episodes played together at most: `evaluate --episodes 1000000` must not make a million envs
+# episodes played together at most: `evaluate --episodes 1000000` must not make a million envs; 100 plays a
+# confirmation in one batch (CartPole: 0.22 s, against 0.33 s as 64 + 36)
+EVALUATION_BATCH = 100
 
 
 def evaluate_agent(agent: Agent, episodes: int, seed: int, stop=None, on_step=lambda: None) -> list[float]:

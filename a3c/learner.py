@@ -49,8 +49,8 @@ class ActorLearner:
     """
 
     def __init__(self, config: Config, seeds: WorkerSeeds, obs_norm: Optional[RunningNorm] = None,
-                 return_norm: Optional[RunningNorm] = None):
-        """`obs_norm`, `return_norm`: the shared model's statistics of observations and of value targets,
+                 value_stats: Optional[RunningNorm] = None):
+        """`obs_norm`, `value_stats`: the shared model's statistics of observations and of value targets,
         updated and read in place."""
         self.config = config
         self.envs = make_env_batch(config.env, seeds.envs, seeds.vector_env)
@@ -58,8 +58,8 @@ class ActorLearner:
         self.model = build_model(config, spec)
         if obs_norm is not None:
             self.model.obs_norm = obs_norm
-        if return_norm is not None:
-            self.model.return_norm = return_norm
+        if value_stats is not None:
+            self.model.value_stats = value_stats
         self.distribution = distribution(spec)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
@@ -133,16 +133,16 @@ class ActorLearner:
             self.model.obs_norm.update(torch.from_numpy(observations.reshape(-1, *spec.obs_shape)))
         rollout_seconds = time.perf_counter() - started
 
-        mean, std = value_units(self.model.return_norm)
-        values, final_values, bootstrap = (mean + std * v for v in (values, final_values, bootstrap))
+        offset = value_offset(self.model.value_stats)
+        values, final_values, bootstrap = (offset + v for v in (values, final_values, bootstrap))
         folded = fold_truncation_bootstrap(rewards, truncated, final_values, config.gamma)
         advantages = gae_advantages(folded, values, dones, bootstrap, config.gamma, config.gae_lambda)
         log_probs, entropies = self.distribution.log_prob_entropy(heads, policy.log_std, actions)
         loss, d_loss = a3c_loss(log_probs, entropies, advantages, config.value_loss_coef, config.entropy_coef,
-                                None if valid.all() else valid, value_scale=std)
+                                None if valid.all() else valid)
         grad_norm = self.backpropagate(heads, actions, d_loss, restarted)
-        if self.model.return_norm is not None:  # the value targets of new experience (replays add none)
-            self.model.return_norm.update(torch.from_numpy((advantages + values)[valid]))
+        if self.model.value_stats is not None:  # the value targets of new experience (replays add none)
+            self.model.value_stats.update(torch.from_numpy((advantages + values)[valid]))
         if self.memory is not None:
             self.memory.add(Rollout(observations, actions, log_probs, rewards, dones, truncated, final_obs, valid,
                                     restarted, start_state, envs.obs.copy()))
@@ -178,8 +178,8 @@ class ActorLearner:
                 final_values[t] = policy.act(rollout.final_obs[t], state, record=False)[1]
             state = policy.restart(state, rollout.restarted[t])
         bootstrap = policy.act(rollout.next_obs, state, record=False)[1]
-        mean, std = value_units(self.model.return_norm)
-        values, final_values, bootstrap = (mean + std * v for v in (values, final_values, bootstrap))
+        offset = value_offset(self.model.value_stats)
+        values, final_values, bootstrap = (offset + v for v in (values, final_values, bootstrap))
 
         log_probs, entropies = self.distribution.log_prob_entropy(heads, policy.log_std, rollout.actions)
         log_rhos = np.where(rollout.valid, log_probs - rollout.behaviour_log_probs, 0.0).astype(np.float32)
@@ -188,8 +188,8 @@ class ActorLearner:
                                      config.gae_lambda, config.rho_bar, config.c_bar)
         value_errors = targets - values
         weights = loss_weights(values.shape, None if rollout.valid.all() else rollout.valid, is_weight)
-        loss, d_loss = actor_critic_loss(log_probs, entropies, advantages, value_errors / std,
-                                         config.value_loss_coef, config.entropy_coef, weights)
+        loss, d_loss = actor_critic_loss(log_probs, entropies, advantages, value_errors, config.value_loss_coef,
+                                         config.entropy_coef, weights)
         grad_norm = self.backpropagate(heads, rollout.actions, d_loss, rollout.restarted)
         self.memory.update_priority(handle, float(np.abs(value_errors[rollout.valid]).mean()))
         report = RolloutReport(0, [], [], loss.policy, loss.value, loss.entropy, grad_norm,
@@ -207,10 +207,10 @@ class ActorLearner:
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
 
 
-def value_units(return_norm: Optional[RunningNorm]) -> tuple[float, float]:
-    """(mean, std) that turn the value head's output into a return: read once an update, as other
-    workers update the shared statistics meanwhile."""
-    return (0.0, 1.0) if return_norm is None else (return_norm.mean.item(), 1.0)
+def value_offset(value_stats: Optional[RunningNorm]) -> float:
+    """What the value head's output lacks of a return: the running mean of the value targets with
+    --center-values, read once an update (the other workers update it meanwhile); else 0."""
+    return 0.0 if value_stats is None else value_stats.mean.item()
 
 
 def current_lr(config: Config, env_steps: int) -> float:

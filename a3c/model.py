@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import Config
+from .config import Config, centers_values
 from .envs import EnvSpec
 
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
@@ -118,15 +117,8 @@ class RunningNorm(nn.Module):
         self.mean.add_(delta * n / total)
         self.count.copy_(total)
 
-    def std(self) -> torch.Tensor:
-        return torch.sqrt(self.var + 1e-8)
-
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return ((obs - self.mean) / self.std()).clamp(-self.clip, self.clip).float()
-
-    def denormalize(self, normalized: np.ndarray) -> np.ndarray:
-        """The inverse of the normalisation (unclipped), for numpy arrays of the normalised quantity."""
-        return (normalized * self.std().item() + self.mean.item()).astype(normalized.dtype)
+        return ((obs - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-self.clip, self.clip).float()
 
 
 class Network(nn.Module):
@@ -134,16 +126,16 @@ class Network(nn.Module):
 
     `head` [B, n]: logits for a Discrete space, the Gaussian mean before its squash into
     the bounds for a Box space; `value` [B]. Subclasses build the layers and define
-    initial_state() and forward(inputs, state). With `normalize_returns` the value is
-    in units of the running statistics of the value targets (`return_norm`): the
-    learner turns it into a return, and its targets into those units.
+    initial_state() and forward(inputs, state). With `center_values` the value is the
+    return less the running mean of the value targets (`value_stats`), which the
+    learner adds back.
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, continuous: bool, normalize_obs: bool,
-                 normalize_returns: bool = False):
+                 center_values: bool = False):
         super().__init__()
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
-        self.return_norm = RunningNorm((), clip=math.inf) if normalize_returns else None
+        self.value_stats = RunningNorm(()) if center_values else None
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
 
     def initial_state(self, batch_size: int) -> State:
@@ -171,9 +163,9 @@ class ActorCritic(Network):
 
     def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
                  core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False, normalize_returns: bool = False):
+                 normalize_obs: bool = False, center_values: bool = False):
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
-        super().__init__(obs_shape, num_actions, continuous, normalize_obs, normalize_returns)
+        super().__init__(obs_shape, num_actions, continuous, normalize_obs, center_values)
         self.hidden_size = hidden_sizes[-1]
         self.encoder = encoder(obs_shape, tuple(hidden_sizes))
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if core == "lstm" else None
@@ -213,6 +205,6 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model)."""
     if config.model:
         from .user_model import user_network  # imports the user's module: only when asked for
-        return user_network(config.model, spec, config.normalize_obs, config.normalize_returns)
+        return user_network(config.model, spec, config.normalize_obs, centers_values(config))
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
-                       config.sigma_init, spec.continuous, config.normalize_obs, config.normalize_returns)
+                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config))

@@ -118,12 +118,10 @@ def actor_critic_loss(log_probs: np.ndarray, entropies: np.ndarray, policy_advan
 
 
 def a3c_loss(log_probs: np.ndarray, entropies: np.ndarray, advantages: np.ndarray, value_loss_coef: float,
-             entropy_coef: float, mask: Optional[np.ndarray] = None, value_scale: float = 1.0
-             ) -> tuple[Loss, LossGradient]:
+             entropy_coef: float, mask: Optional[np.ndarray] = None) -> tuple[Loss, LossGradient]:
     """The on-policy loss, averaged over [T, B]: the value target is advantages + values,
-    so the value error is the advantage itself, divided by `value_scale` where the value
-    head learns standardised returns. `mask` (1 = a real transition) leaves out the steps
-    that only reset an env.
+    so the value error is the advantage itself. `mask` (1 = a real transition) leaves
+    out the steps that only reset an env.
     """
-    return actor_critic_loss(log_probs, entropies, advantages, advantages / value_scale, value_loss_coef,
-                             entropy_coef, loss_weights(advantages.shape, mask))
+    return actor_critic_loss(log_probs, entropies, advantages, advantages, value_loss_coef, entropy_coef,
+                             loss_weights(advantages.shape, mask))

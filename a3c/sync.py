@@ -38,7 +38,7 @@ def sums_to_moments(sums: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.T
 
 class SyncedState:
     """What a node group exchanges: its flat weights and the sums of each of its running statistics
-    (observations with --normalize-obs, value targets with --normalize-returns).
+    (observations with --normalize-obs, value targets with --center-values).
 
     Both are read and written in place while the group's workers keep updating them (Hogwild).
     A statistic is three buffers that a worker updates together: when a worker's update and

@@ -25,8 +25,8 @@ from .model import Network, State
 class UserNetwork(Network):
     """A feed-forward user module behind the Network interface (its recurrent state is empty)."""
 
-    def __init__(self, net: nn.Module, spec, normalize_obs: bool, normalize_returns: bool = False):
-        super().__init__(spec.obs_shape, spec.num_actions, spec.continuous, normalize_obs, normalize_returns)
+    def __init__(self, net: nn.Module, spec, normalize_obs: bool, center_values: bool = False):
+        super().__init__(spec.obs_shape, spec.num_actions, spec.continuous, normalize_obs, center_values)
         self.net = net
 
     def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
@@ -54,7 +54,7 @@ def load_factory(name: str):
     return factory
 
 
-def user_network(name: str, spec, normalize_obs: bool, normalize_returns: bool = False) -> UserNetwork:
+def user_network(name: str, spec, normalize_obs: bool, center_values: bool = False) -> UserNetwork:
     """Build the user's module for an env's spaces and check what it returns, before any training."""
     factory = load_factory(name)
     try:
@@ -66,7 +66,7 @@ def user_network(name: str, spec, normalize_obs: bool, normalize_returns: bool =
     if not any(True for _ in net.parameters()):
         raise ConfigError(f"--model {name} returned a module without parameters: nothing to train")
     check_outputs(net, spec, name)
-    return UserNetwork(net, spec, normalize_obs, normalize_returns)
+    return UserNetwork(net, spec, normalize_obs, center_values)
 
 
 def check_outputs(net: nn.Module, spec, name: str) -> None:

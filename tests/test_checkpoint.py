@@ -12,7 +12,8 @@ import torch
 from a3c.agent import load_agent, model_from_checkpoint
 from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from a3c.config import Config
-from a3c.model import ActorCritic
+from a3c.envs import env_spec
+from a3c.model import ActorCritic, build_model
 
 DATA = Path(__file__).parent / "data"
 
@@ -139,17 +140,17 @@ def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_f
     assert torch.load(tmp_path / "v3.pt", weights_only=True)["version"] == 3
 
 
-def test_a_format_2_checkpoint_keeps_its_value_head_in_returns(tmp_path):
-    """Format 2 had no return statistics: its config says so, and its weights load into a network without them."""
+def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
+    """Format 2 had no value statistics: its config says so, and its weights load into a network without them."""
     model = ActorCritic(4, 2, hidden_sizes=(8,))
-    config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k != "normalize_returns"}
+    config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k != "center_values"}
     torch.save({"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(),
                 "env_steps": 5}, tmp_path / "v2.pt")
     loaded = load_checkpoint(tmp_path / "v2.pt")
-    assert loaded["version"] == 3 and loaded["config"]["normalize_returns"] is False
+    assert loaded["version"] == 3 and loaded["config"]["center_values"] == "off"
     rebuilt, saved_config, _ = model_from_checkpoint(loaded)
-    assert saved_config.normalize_returns is False and rebuilt.return_norm is None
-    assert Config().normalize_returns is True  # while a new run keeps them
+    assert saved_config.center_values == "off" and rebuilt.value_stats is None
+    assert build_model(Config(hidden_sizes=(8,)), env_spec("CartPole-v1")).value_stats is not None  # a new run's
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

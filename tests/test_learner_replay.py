@@ -41,7 +41,7 @@ def test_replaying_a_rollout_at_once_gives_exactly_the_on_policy_gradient(option
     learner = learner_for(replay_capacity=1, **options)  # holds the last rollout only
     learner.compute_gradient()  # the next rollout starts from a carried recurrent state
     monkeypatch.setattr(learner.model, "resample_noise", lambda: None)  # the behaviour policy's noise, kept
-    for norm in (learner.model.obs_norm, learner.model.return_norm):  # statistics move after each rollout; hold them
+    for norm in (learner.model.obs_norm, learner.model.value_stats):  # statistics move after each rollout; hold them
         if norm is not None:
             monkeypatch.setattr(norm, "update", lambda batch: None)
     on_policy, report = learner.compute_gradient()
