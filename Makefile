@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout clean
 
 venv: $(VENV)/.installed
 
@@ -40,8 +40,9 @@ bench-throughput: bench-venv
 bench-learners: bench-venv
 	$(PY) benchmarks/learners.py
 
+# SOLVE_ARGS="--seeds 10 --baseline /tmp/old": more seeds, and another checkout side by side
 bench-solve: bench-venv
-	$(PY) benchmarks/solve.py
+	$(PY) benchmarks/solve.py $(SOLVE_ARGS)
 
 # ZOO_ARGS="--env Acrobot-v1 --seeds 3": a part of the suite (the whole of it takes hours on 2 cores)
 bench-zoo: bench-venv box2d-venv
@@ -61,6 +62,10 @@ bench-atari: bench-venv atari-venv
 # 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--seeds 2 --minutes 5" for a part
 bench-atari-learn: bench-venv atari-venv
 	$(PY) benchmarks/atari_learn.py $(ATARI_LEARN_ARGS)
+
+# best.pt of each preset's runs replayed on 100 new episodes; HOLDOUT_ARGS="--env CartPole-v1 --seeds 3" for a part
+bench-holdout: bench-venv box2d-venv
+	$(PY) benchmarks/holdout.py $(HOLDOUT_ARGS)
 
 # SOAK_ARGS="--minutes 5": a shorter soak (the default is 30 minutes)
 bench-soak: bench-venv

@@ -142,7 +142,9 @@ class ActorLearner:
                                 None if valid.all() else valid)
         grad_norm = self.backpropagate(heads, actions, d_loss, restarted)
         if self.model.value_stats is not None:  # the value targets of new experience (replays add none)
-            self.model.value_stats.update(torch.from_numpy((advantages + values)[valid]))
+            targets = (advantages + values)[valid]
+            if np.isfinite(targets).all():  # a NaN reward's are left out, as the worker drops its gradient
+                self.model.value_stats.update(torch.from_numpy(targets))
         if self.memory is not None:
             self.memory.add(Rollout(observations, actions, log_probs, rewards, dones, truncated, final_obs, valid,
                                     restarted, start_state, envs.obs.copy()))

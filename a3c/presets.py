@@ -23,8 +23,8 @@ PRESETS: dict[str, dict] = {
     # no replay); more envs per process with replay took 2-5x the env steps (benchmarks/README.md)
     "CartPole-v1": {"envs_per_process": 1, "t_max": 20, "replay_ratio": 2.0, "replay_priority": 0.6},
     # returns near -100 swamp the policy gradient unless scaled to about -10, as the defaults do.
-    # Feed-forward: the state is fully observed, and with the LSTM 3 seeds of 10 never reached -100
-    # (the others at a median 383k env steps); without it, with replay, 20 of 20 at a median 20k
+    # Feed-forward: the state is fully observed. Seeds 0-9, confirmed solves: with the LSTM (its values
+    # centred) 10 of 10 reached -100 at a median 85k env steps (46k-188k), feed-forward 10 of 10 at 21-25k
     "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "core": "none",
                    "replay_ratio": 1.0, "replay_priority": 0.6},
     # angular velocities up to 8 saturated the LSTM (cell states of 20-40, a constant torque and a

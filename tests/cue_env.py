@@ -14,6 +14,8 @@ forked worker processes inherit the registration.
 - CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
 - CueMultiBinary-v0: the same with a MultiBinary action space, which the trainer refuses.
 - ContinuousCue-v0: observe x in [-1, 1], act a in [-2, 2] (a Box), earn -(a - x)^2, one step.
+- RecallCue-v0: a cue of 2 shown at the first step only, then DELAY blank steps; the last step pays 1
+  if the action equals the cue. Only a network with memory beats random play's 0.5.
 - CoinFlip-v0: one-step episodes paying 1 or 0 by a fair coin of the env's seeded rng, whatever
   the action; its reward_threshold 0.7 is reached by luck by 17% of 10-episode means (P(Bin(10, 0.5)
   >= 7)) and by a 100-episode mean with probability 4e-5.
@@ -107,3 +109,34 @@ class CoinFlipEnv(CueEnv):
 
 if "CoinFlip-v0" not in gym.registry:
     gym.register(id="CoinFlip-v0", entry_point=CoinFlipEnv, reward_threshold=0.7)
+
+
+class RecallCueEnv(gym.Env):
+    """The cue at step 0, zeros for DELAY steps, then an answer that pays 1 if right."""
+
+    DELAY = 2
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)  # the cue's one-hot, and a "now answer" flag
+    action_space = gym.spaces.Discrete(2)
+
+    def _obs(self):
+        obs = np.zeros(3, dtype=np.float32)
+        if self.t == 0:
+            obs[self.cue] = 1.0
+        obs[2] = float(self.t == self.DELAY)
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cue, self.t = int(self.np_random.integers(2)), 0
+        return self._obs(), {}
+
+    def step(self, action):
+        if self.t < self.DELAY:
+            self.t += 1
+            return self._obs(), 0.0, False, False, {}
+        return self._obs(), float(int(action) == self.cue), True, False, {}
+
+
+if "RecallCue-v0" not in gym.registry:
+    gym.register(id="RecallCue-v0", entry_point=RecallCueEnv, reward_threshold=0.95)

@@ -53,6 +53,27 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
     assert evaluate_agent(agent, episodes=20, seed=12345) == [1.0] * 20
 
 
+RECALL = "tests.cue_env:RecallCue-v0"  # a cue shown once, answered two blank steps later
+
+
+def recall_run(tmp_path, quiet, core: str) -> dict:
+    # 9-step rollouts hold three whole 3-step episodes: the answer's reward reaches the cue through the
+    # LSTM's state. Seeds 0-9 with the LSTM all solved within 5,832 env steps, 0.6-1.6 s; feed-forward
+    # networks cannot beat random play's 0.5 (seed 0: best evaluation 0.7 of 30 episodes, unconfirmed)
+    config = Config(env=RECALL, num_processes=2, envs_per_process=8, t_max=9, lr=3e-3, max_steps=60_000, seed=0,
+                    core=core, eval_episodes=30, eval_interval=0.2, run_dir=str(tmp_path / core), print_interval=60.0,
+                    tensorboard=False)
+    return train(config, print_fn=quiet).summary
+
+
+@pytest.mark.timeout(150)
+def test_the_lstm_recalls_a_cue_that_a_feed_forward_network_cannot(tmp_path, quiet):
+    remembered = recall_run(tmp_path, quiet, "lstm")
+    assert remembered["solved"] and remembered["confirmed_return"] >= 0.95
+    forgotten = recall_run(tmp_path, quiet, "none")
+    assert not forgotten["solved"] and forgotten["stop_reason"] == "max_steps"
+
+
 def metrics_without_timing(path) -> list[dict]:
     with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
