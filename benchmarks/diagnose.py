@@ -1,0 +1,99 @@
+"""The network diagnostics of checkpoints (a3c/diagnostics.py), one row each, on the policy's own play.
+
+    diagnose.py runs/<run>/checkpoints/last.pt runs/<run>/checkpoints/best.pt
+    diagnose.py --every 1 --run "--env Acrobot-v1 --core lstm --max-steps 60000 --seed 0"
+
+Each checkpoint's stock network plays --envs of its env for --steps steps, sampling its (noise-free)
+policy, and the diagnostics are taken over those observations, the recurrent state restarted where
+an episode began: the share of LSTM gate pre-activations beyond +-3, mean |c|, the share of |h|
+above 0.95, the features' rms, the logits' spread over the batch and NoisyNet's noise against it,
+and the policy's mean entropy. With --run, a training run of main.py with those options whose
+last.pt is copied every --every seconds, then diagnosed copy by copy: how the network's scale moves
+while it learns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from common import PYTHON, REPO, print_table
+
+from a3c.agent import model_from_checkpoint
+from a3c.checkpoint import load_checkpoint
+from a3c.diagnostics import COLUMNS, network_diagnostics
+
+
+@torch.no_grad()
+def diagnose(path: Path, envs: int, steps: int, seed: int) -> dict:
+    payload = load_checkpoint(path)
+    model, config, _ = model_from_checkpoint(payload)
+    model.eval()
+    vector_env = gym.make_vec(config.env, envs)
+    obs, _ = vector_env.reset(seed=seed)
+    state, starting = model.initial_state(envs), np.ones(envs, dtype=bool)
+    generator = torch.Generator().manual_seed(seed)
+    seen, starts, entropies = [], [], []
+    for _ in range(steps):
+        seen.append(obs)
+        starts.append(starting)
+        keep = torch.from_numpy(~starting).unsqueeze(1).float()
+        state = tuple(part * keep for part in state)
+        head, _, state = model(model.normalize(torch.as_tensor(obs, dtype=torch.float32)), state)
+        probs = torch.softmax(head, dim=-1)
+        entropies.append(-(probs * probs.clamp_min(1e-12).log()).sum(-1).mean().item())
+        obs, _, terminated, truncated, _ = vector_env.step(torch.multinomial(probs, 1, generator=generator)[:, 0].numpy())
+        starting = terminated | truncated
+    vector_env.close()
+    found = network_diagnostics(model, torch.as_tensor(np.stack(seen), dtype=torch.float32),
+                                torch.from_numpy(np.stack(starts)), generator)
+    return {"env_steps": payload["env_steps"], **found, "entropy": float(np.mean(entropies))}
+
+
+def copies_of_a_run(options: str, every: float, folder: Path) -> list[Path]:
+    """Train with `options`, copying last.pt every `every` seconds; the copies, in order."""
+    run_dir = folder / "run"
+    process = subprocess.Popen([PYTHON, str(REPO / "main.py"), "--run-dir", str(run_dir), "--no-tensorboard",
+                                "--checkpoint-interval", str(every), *shlex.split(options)], cwd=REPO,
+                               stdout=subprocess.DEVNULL)
+    copies = []
+    while process.poll() is None:
+        time.sleep(every)
+        last = run_dir / "checkpoints" / "last.pt"
+        if last.exists():
+            copies.append(folder / f"{len(copies):04d}.pt")
+            shutil.copy(last, copies[-1])
+    return copies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoints", nargs="*", type=Path)
+    parser.add_argument("--run", metavar="OPTIONS", help="train with these main.py options and diagnose its copies")
+    parser.add_argument("--every", type=float, default=1.0, help="seconds between copies of last.pt (--run)")
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=123)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = args.checkpoints + (copies_of_a_run(args.run, args.every, Path(tmp)) if args.run else [])
+        rows, seen = [], set()
+        for path in paths:
+            found = diagnose(path, args.envs, args.steps, args.seed)
+            if found["env_steps"] not in seen:  # a copy taken before the next write repeats the last
+                seen.add(found["env_steps"])
+                rows.append([f"{found['env_steps']:,}"] + [f"{found[key]:.3f}" for key in [*COLUMNS, "entropy"]])
+    print_table(["env steps", *COLUMNS, "entropy"], rows)
+
+
+if __name__ == "__main__":
+    main()
