@@ -85,8 +85,8 @@ TRAIN_OPTIONS = [
     option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
     option("--eval-interval", "seconds between greedy evaluations", type=float),
     option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
-    option("--confirm-episodes", "new greedy episodes that must confirm an evaluation reaching the target "
-           "before the run counts as solved (0: the evaluation alone)", type=int),
+    option("--confirm-episodes", "new greedy episodes whose mean must reach the target with 90% confidence "
+           "before an evaluation at the target counts as solved (0: the evaluation alone)", type=int),
     option("--video-interval", "seconds between videos of the greedy policy in RUN_DIR/videos (0: none; "
            "pip install -r requirements-video.txt)", type=float),
     option("--target-return", "stop when the eval mean reaches this (auto: the env's reward_threshold)",

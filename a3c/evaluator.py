@@ -80,6 +80,17 @@ def reaches(mean: float, target) -> bool:
     return target is not None and mean >= target
 
 
+CONFIDENCE_Z = 1.2816  # the one-sided 90% quantile of the normal distribution
+
+
+def confirms(returns: list[float], target) -> bool:
+    """The confirmation's mean return, less 1.28 standard errors, reaches the target: the policy's mean
+    is at the target with 90% confidence. A policy whose mean is right at the target (Pendulum: episodes
+    from 0 to -400) passes a bare 100-episode mean half the time, and a second 100 episodes half the time."""
+    lower_bound = float(np.mean(returns)) - CONFIDENCE_Z * float(np.std(returns, ddof=1)) / math.sqrt(len(returns))
+    return reaches(lower_bound, target)
+
+
 def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
     """One greedy episode (at most TRAINING_VIDEO_STEPS) into RUN_DIR/videos/<env steps>.mp4."""
     from .video import TRAINING_VIDEO_STEPS, record_episodes  # imageio: only when filming
@@ -116,8 +127,8 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     """Process entry point: evaluate every eval_interval seconds; keep best.pt; stop when solved.
 
     An evaluation whose mean reaches the target is confirmed on --confirm-episodes new episodes of
-    the same weights; only a confirmed mean at the target solves (with --confirm-episodes 0, the
-    evaluation's own mean). `best_so_far`: the best evaluation mean of the run before this evaluator.
+    the same weights; only a confirmation whose mean is at the target with 90% confidence solves
+    (`confirms`; with --confirm-episodes 0, the evaluation's own mean). `best_so_far`: the best evaluation mean of the run before this evaluator.
     """
     become_child_process()
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
@@ -153,7 +164,7 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
                 if len(returns) < config.confirm_episodes:
                     break
                 standing = Standing(True, float(np.mean(returns)))
-                solved = reaches(standing.mean, config.target_return)
+                solved = confirms(returns, config.target_return)
                 messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved, confirmation=True))
             if standing > best:
                 best = standing

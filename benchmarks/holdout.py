@@ -5,7 +5,8 @@ best.pt replayed by `evaluate --episodes 100` on seeds no evaluation of the run 
     holdout.py --env Pendulum-v1 --seeds 3       # a part
 
 Per env, two contenders interleaved by seed: the trainer as it is (an evaluation reaching the target
-is confirmed on 100 new episodes before the run stops, and best.pt ranks confirmed means first) and
+is confirmed on 100 new episodes, whose mean must be at the target with 90% confidence, before the
+run stops; best.pt ranks confirmed means first) and
 `--confirm-episodes 0` (the first 10-episode mean at the target stops the run; best.pt is the best
 such mean). Reported: runs that stopped as solved, the held-out mean of best.pt, median (range), and
 the share of seeds whose held-out mean reaches the target.
@@ -53,14 +54,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", choices=list(SUITES), help="repeat for several (default: all)")
     parser.add_argument("--seeds", type=int, default=None, help="default: the suite's (10, 5 for LunarLander)")
+    parser.add_argument("--contender", action="append", choices=list(CONTENDERS), help="repeat for several "
+                        "(default: both)")
     args = parser.parse_args()
     info = environment()
+    contenders = {name: CONTENDERS[name] for name in args.contender or CONTENDERS}
     results, rows = {}, []
     for env in args.env or list(SUITES):
         suite = SUITES[env]
-        results[env] = {name: [] for name in CONTENDERS}
+        results[env] = {name: [] for name in contenders}
         for seed in range(args.seeds or suite.seeds):
-            for name, options in CONTENDERS.items():
+            for name, options in contenders.items():
                 result = run(env, seed, suite.timeout, suite.target, **options)
                 results[env][name].append(result)
                 print(f"  {env} seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, best eval "

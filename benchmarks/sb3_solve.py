@@ -6,8 +6,8 @@ also the horizon of its linear schedules. The Zoo's `normalize: true` is VecNorm
 and rewards); the evaluation env shares the observation statistics, frozen. Every --eval-interval
 seconds of wall-clock (counted from the end of the previous evaluation, as our evaluator does) the
 deterministic policy plays --eval-episodes episodes on separate envs, stepped together; training
-stops when their mean reaches --target and --confirm-episodes new episodes confirm it, as our
-trainer's evaluator does. Prints one JSON line: solved, env_steps, seconds, the learning curve (env
+stops when their mean reaches --target and the mean of --confirm-episodes new episodes is at the
+target with 90% confidence, as our trainer's evaluator decides (a3c.evaluator.confirms). Prints one JSON line: solved, env_steps, seconds, the learning curve (env
 steps, seconds, greedy mean return at each evaluation) and the confirmations.
 """
 
@@ -19,12 +19,15 @@ import time
 
 START = time.monotonic()
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from stable_baselines3 import A2C, PPO  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization  # noqa: E402
+
+from a3c.evaluator import confirms  # noqa: E402  the rule our evaluator applies
 
 
 def linear(start: float):
@@ -60,7 +63,7 @@ ALGOS = {"a2c": A2C, "ppo": PPO}
 
 class SolvedCallback(BaseCallback):
     """Evaluate every `interval` seconds; stop training once the greedy mean reaches `target` and
-    `confirm_episodes` new episodes of the same weights confirm it (our trainer's criterion)."""
+    `confirm_episodes` new episodes of the same weights confirm it (a3c.evaluator.confirms)."""
 
     def __init__(self, eval_env, episodes: int, interval: float, target: float, confirm_episodes: int):
         super().__init__()
@@ -81,10 +84,11 @@ class SolvedCallback(BaseCallback):
     def confirmed(self) -> bool:
         if not self.confirm_episodes:
             return True
-        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.confirm_episodes, deterministic=True)
-        self.confirmations.append((self.num_timesteps, float(mean)))
+        returns, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.confirm_episodes,
+                                     deterministic=True, return_episode_rewards=True)
+        self.confirmations.append((self.num_timesteps, float(np.mean(returns))))
         self.next_eval = time.monotonic() + self.interval
-        return mean >= self.target
+        return confirms(returns, self.target)
 
     def _on_step(self) -> bool:
         if time.monotonic() < self.next_eval:

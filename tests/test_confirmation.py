@@ -12,7 +12,7 @@ import pytest
 
 from a3c.checkpoint import load_checkpoint
 from a3c.config import Config
-from a3c.evaluator import Standing
+from a3c.evaluator import Standing, confirms
 from a3c.trainer import train
 
 pytestmark = pytest.mark.slow  # trains with a forked worker and the evaluator
@@ -63,6 +63,14 @@ def test_without_confirmation_a_lucky_evaluation_solves(tmp_path, quiet):
     assert summary["solved"] is True and summary["stop_reason"] == "solved"
     assert summary["confirmed_return"] is None
     assert float(rows[-1]["mean_return"]) >= TARGET and all(row["confirmation"] == "0" for row in rows)
+
+
+def test_a_confirmation_needs_its_mean_at_the_target_with_90_percent_confidence():
+    assert confirms([500.0] * 100, 475.0)
+    spread = [-50.0, -350.0] * 50  # mean -200, standard error 15
+    assert not confirms(spread, -200.0) and not confirms(spread, -219.0)
+    assert confirms(spread, -220.0)  # the mean less 1.28 standard errors: -219.3
+    assert not confirms([500.0] * 100, None)
 
 
 def test_a_confirmed_mean_outranks_any_mean_of_one_evaluation():
