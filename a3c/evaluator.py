@@ -128,7 +128,8 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
 
     An evaluation whose mean reaches the target is confirmed on --confirm-episodes new episodes of
     the same weights; only a confirmation whose mean is at the target with 90% confidence solves
-    (`confirms`; with --confirm-episodes 0, the evaluation's own mean). `best_so_far`: the best evaluation mean of the run before this evaluator.
+    (`confirms`; with --confirm-episodes 0, the evaluation's own mean). `best_so_far`: the best
+    evaluation mean of the run before this evaluator.
     """
     become_child_process()
     model = copy.deepcopy(shared.model)  # a private copy: an episode must not see weights change under it
@@ -146,8 +147,9 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             steps = shared.env_steps.total()
             with torch.no_grad():
                 weights.copy_(shared.optimizer.params[0])
-            if model.obs_norm is not None:  # a snapshot: fixed for the whole evaluation
-                model.obs_norm.load_state_dict(shared.model.obs_norm.state_dict())
+            for name in ("obs_norm", "value_stats"):  # snapshots: fixed for the evaluation, whole in best.pt
+                if getattr(model, name) is not None:
+                    getattr(model, name).load_state_dict(getattr(shared.model, name).state_dict())
             agent.weights_changed()
             returns = play_greedy_episodes(agent, envs, evaluation_seed(config, round_), shared.stop, beat)
             round_ += 1

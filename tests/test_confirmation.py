@@ -54,6 +54,7 @@ def test_a_lucky_evaluation_is_not_confirmed_and_the_run_trains_on(tmp_path, qui
     assert best["eval_confirmed"] is True and best["eval_episodes"] == 100
     assert best["eval_return"] == pytest.approx(best_confirmed, abs=1e-6)
     assert any(float(row["mean_return"]) > best["eval_return"] for row in evaluations)
+    assert best["model"]["value_stats.count"] > 0  # the shared statistics, not the evaluator's start-up copy
 
 
 @pytest.mark.timeout(120)
