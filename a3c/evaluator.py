@@ -147,17 +147,17 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
             steps = shared.env_steps.total()
             with torch.no_grad():
                 weights.copy_(shared.optimizer.params[0])
-            for name in ("obs_norm", "value_stats"):  # snapshots: fixed for the evaluation, whole in best.pt
-                if getattr(model, name) is not None:
-                    getattr(model, name).load_state_dict(getattr(shared.model, name).state_dict())
+            for name, norm in model.statistics().items():  # snapshots: fixed for the evaluation, whole in best.pt
+                norm.load_state_dict(getattr(shared.model, name).state_dict())
             agent.weights_changed()
             returns = play_greedy_episodes(agent, envs, evaluation_seed(config, round_), shared.stop, beat)
             round_ += 1
             if len(returns) < envs.num_envs:
                 break  # stopped mid-evaluation: an incomplete mean would mislead
             mean = float(np.mean(returns))
-            confirming = config.confirm_episodes > 0 and reaches(mean, config.target_return)
-            solved = reaches(mean, config.target_return) and not confirming
+            reached = reaches(mean, config.target_return)
+            confirming = reached and config.confirm_episodes > 0
+            solved = reached and not confirming
             messages.send(Evaluation(steps, time.monotonic() - start_time, returns, solved))
             standing = Standing(False, mean)
             if confirming:

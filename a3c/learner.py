@@ -48,18 +48,14 @@ class ActorLearner:
     Knows nothing of processes or shared memory, so any transport can drive it.
     """
 
-    def __init__(self, config: Config, seeds: WorkerSeeds, obs_norm: Optional[RunningNorm] = None,
-                 value_stats: Optional[RunningNorm] = None):
-        """`obs_norm`, `value_stats`: the shared model's statistics of observations and of value targets,
-        updated and read in place."""
+    def __init__(self, config: Config, seeds: WorkerSeeds, shared_statistics: Optional[dict[str, RunningNorm]] = None):
+        """`shared_statistics`: the shared model's `statistics()`, updated and read in place."""
         self.config = config
         self.envs = make_env_batch(config.env, seeds.envs, seeds.vector_env)
         spec = self.envs.spec
         self.model = build_model(config, spec)
-        if obs_norm is not None:
-            self.model.obs_norm = obs_norm
-        if value_stats is not None:
-            self.model.value_stats = value_stats
+        for name, norm in (shared_statistics or {}).items():
+            setattr(self.model, name, norm)
         self.distribution = distribution(spec)
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)

@@ -141,6 +141,12 @@ class Network(nn.Module):
     def initial_state(self, batch_size: int) -> State:
         return ()
 
+    def statistics(self) -> dict[str, RunningNorm]:
+        """The running statistics this network keeps, by attribute name: the ones workers share and
+        update in place, node groups merge and an evaluation snapshots."""
+        return {name: norm for name, norm in (("obs_norm", self.obs_norm), ("value_stats", self.value_stats))
+                if norm is not None}
+
     def normalize(self, obs: torch.Tensor) -> torch.Tensor:
         """What the network reads: the observation, normalised if the model keeps statistics."""
         return obs if self.obs_norm is None else self.obs_norm(obs)

@@ -60,7 +60,8 @@ ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "co
 # centred, beat it on Breakout, 20.7 against 16.3, and lost on SpaceInvaders, 81 against 148).
 # Breakout, 2 seeds, 2 minutes of 8 processes (about 950k env steps): final greedy return 10.8 at lr
 # 1e-3, against 6.8 at 5e-3 and 5.4 with the defaults (LSTM of 64); replay (1, 0.6) halved the env
-# steps/s for 7.5. 5M env steps, the paper's budget: about 10 minutes on 2 cores. The evaluator plays 5 episodes every 30 s, so the workers keep the cores.
+# steps/s for 7.5. 5M env steps, the paper's budget: about 10 minutes on 2 cores. The evaluator plays
+# 5 episodes every 30 s, so the workers keep the cores.
 MINATAR = {"max_steps": 5_000_000, "core": "none", "hidden_sizes": (128,), "lr": 1e-3, "eval_interval": 30.0,
            "eval_episodes": 5, "log_interval": 100_000, "print_interval": 10.0}
 

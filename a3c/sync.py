@@ -14,7 +14,7 @@ additive sums (count, sum, sum of squares), so the groups' statistics merge exac
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
@@ -48,8 +48,8 @@ class SyncedState:
     worker: 1-3% of them dropped).
     """
 
-    def __init__(self, weights: torch.Tensor, norms: list[Optional[RunningNorm]]):
-        self.weights, self.norms = weights, [norm for norm in norms if norm is not None]
+    def __init__(self, weights: torch.Tensor, norms: list[RunningNorm]):
+        self.weights, self.norms = weights, norms
 
     def read(self) -> list[torch.Tensor]:
         return [self.weights.clone(), *(moments_to_sums(norm.count, norm.mean, norm.var) for norm in self.norms)]

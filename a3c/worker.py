@@ -47,7 +47,7 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
     become_child_process()
     seed_worker_torch(seeds)
     try:
-        learner = ActorLearner(config, seeds, shared.model.obs_norm, shared.model.value_stats)
+        learner = ActorLearner(config, seeds, shared.model.statistics())
         turn = shared.turns.turn if shared.turns is not None else lambda rank: nullcontext()
         while not shared.stop.is_set() and not parent_is_gone(parent_pid):
             if shared.heartbeats is not None:

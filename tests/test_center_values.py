@@ -13,7 +13,9 @@ import torch
 
 from a3c.config import Config, centers_values
 from a3c.diagnostics import network_diagnostics
+from a3c.envs import env_spec
 from a3c.learner import ActorLearner, value_offset
+from a3c.model import build_model
 from a3c.optim import make_optimizer
 from a3c.seeding import worker_seeds
 
@@ -61,3 +63,9 @@ def test_auto_centres_the_lstm_only():
     assert not centers_values(Config(core="lstm", model="examples.custom_model:mlp"))
     assert centers_values(Config(core="none", center_values="on"))
     assert not centers_values(Config(core="lstm", center_values="off"))
+
+
+def test_the_network_names_the_statistics_workers_share():
+    spec = env_spec("CartPole-v1")
+    assert set(build_model(Config(normalize_obs=True), spec).statistics()) == {"obs_norm", "value_stats"}
+    assert set(build_model(Config(core="none"), spec).statistics()) == set()

@@ -81,7 +81,7 @@ def test_an_update_applied_during_the_round_trip_is_kept_and_sent_next_time():
 def test_observation_and_return_statistics_of_two_groups_merge_through_the_global_sums():
     first, second = torch.randn(30, 2), torch.randn(60, 2) * 2 - 1
     first_returns, second_returns = torch.randn(40) * 3 - 10, torch.randn(20) + 5
-    groups = [SyncedState(torch.zeros(1), [RunningNorm((2,)), None, RunningNorm(())]) for _ in range(2)]
+    groups = [SyncedState(torch.zeros(1), [RunningNorm((2,)), RunningNorm(())]) for _ in range(2)]
     start = groups[0].read()
     global_model = GlobalList(start)
     anchors = [start, start]

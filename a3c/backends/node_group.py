@@ -72,7 +72,7 @@ class NodeGroup:
         self.backend = LocalBackend(ctx, local, self.shared, run_dir=None, start_time=0.0, best_eval=None,
                                     console=self.outbox, first_rank=index * workers,
                                     first_incarnation=incarnation * (config.max_worker_restarts + 1))
-        self.synced = SyncedState(optimizer.params[0], [model.obs_norm, model.value_stats])
+        self.synced = SyncedState(optimizer.params[0], list(model.statistics().values()))
         self.stop_requested = threading.Event()
         self.global_model = self.anchor = None
         self.reported_steps = self.synced_at = 0

@@ -117,8 +117,7 @@ class RayBackend(LocalBackend):
     def __init__(self, cluster: RayCluster, *backend_args):
         super().__init__(*backend_args)
         self.cluster, self.ray = cluster, cluster.ray
-        self.mirror = SyncedState(self.shared.optimizer.params[0],
-                                  [self.shared.model.obs_norm, self.shared.model.value_stats])
+        self.mirror = SyncedState(self.shared.optimizer.params[0], list(self.shared.model.statistics().values()))
         self.global_model: Optional[GlobalModel] = None
         self.groups: dict[int, Any] = {}  # index -> actor handle
         self.runs: dict[Any, int] = {}  # the ref of each group's run() call -> index
