@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup clean
 
 venv: $(VENV)/.installed
 
@@ -66,6 +66,10 @@ bench-atari-learn: bench-venv atari-venv
 # best.pt of each preset's runs replayed on 100 new episodes; HOLDOUT_ARGS="--env CartPole-v1 --seeds 3" for a part
 bench-holdout: bench-venv box2d-venv
 	$(PY) benchmarks/holdout.py $(HOLDOUT_ARGS)
+
+# the phase timings of CartPole's and Breakout's launches beside `import torch`; STARTUP_ARGS="--baseline /tmp/old"
+bench-startup: bench-venv atari-venv
+	$(PY) benchmarks/startup.py $(STARTUP_ARGS)
 
 # SOAK_ARGS="--minutes 5": a shorter soak (the default is 30 minutes)
 bench-soak: bench-venv

@@ -130,13 +130,14 @@ def cli(ctx, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
         return
+    from .phases import process_start_time
     from .trainer import EXIT_CODES, train
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
         with usage_errors():
             config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
-            summary = train(config, resume=resume, overrides=given).summary
+            summary = train(config, resume=resume, overrides=given, launched_at=process_start_time()).summary
     except WriteError as error:  # before the run started (config.json, a resume's CSVs): a full disk
         click.echo(f"Error: {error}", err=True)
         exit_now(1)

@@ -26,6 +26,7 @@ from .messages import WriteFailed
 from .metrics import Console, MetricsWriter, drop_rows_after
 from .model import Network
 from .optim import SharedOptimizer
+from .phases import Phases, format_phases
 from .processes import Heartbeats, Shared, shared_model, start_method, worker_turns
 from .run_lock import RunLock
 
@@ -167,30 +168,32 @@ class TrainResult:
     run_dir: Path
 
 
-def train(config: Config, print_fn=print, resume: Optional[str] = None,
-          overrides: Optional[dict] = None) -> TrainResult:
+def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None,
+          launched_at: Optional[float] = None) -> TrainResult:
     """Run one training job to its end (or continue the one at `resume`).
 
-    Leaves the calling process as it found it: its torch thread count and its
+    `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
+    by default, this call. Leaves the calling process as it found it: its torch thread count and its
     signal handlers are restored on the way out.
     """
+    phases = Phases(time.monotonic() if launched_at is None else launched_at)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any worker starts (docs/design.md, fact 3)
     try:
-        return run(config, print_fn, resume, overrides)
+        return run(config, print_fn, resume, overrides, phases)
     finally:
         torch.set_num_threads(threads)
 
 
-def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict]) -> TrainResult:
+def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases) -> TrainResult:
     setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
     try:
-        return run_to_the_end(setup, print_fn, resume is not None)
+        return run_to_the_end(setup, print_fn, resume is not None, phases)
     finally:
         setup.lock.release()
 
 
-def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
+def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) -> TrainResult:
     config, run_dir = setup.config, setup.run_dir
     with writing(run_dir / "config.json"):
         (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -210,6 +213,7 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 
     def handle(message) -> None:
+        phases.observe(message)
         if isinstance(message, WriteFailed):
             disk.failed_with(message.error)
         else:
@@ -217,6 +221,7 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
 
     with Interrupts(backend.kill) as interrupts:
         backend.start()
+        phases.mark("processes_started")
         stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
         while stop_reason is None:
             backend.receive(handle, timeout=0.05)
@@ -237,6 +242,7 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
                 stop_reason = "max_steps"
             else:
                 stop_reason = backend.check()
+        phases.mark("stopped")
         if stop_reason in ("interrupted", "terminated"):
             console.message("stopping: finishing the current updates and writing the checkpoint "
                             "(press Ctrl-C again to quit at once)")
@@ -250,7 +256,8 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool) -> TrainResult:
     disk.write(writer.close, always=True)
     if disk.failed:
         stop_reason = "write_failed"
-    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report()}
+    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report(),
+               "phases": phases.report()}
     disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
     console.message(format_summary(summary))
@@ -295,4 +302,4 @@ def format_summary(summary: dict) -> str:
     best = summary["best_eval_return"]
     return (f"done ({summary['stop_reason']}): {summary['env_steps']:,} env steps in "
             f"{summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s); "
-            f"best eval {'-' if best is None else f'{best:.1f}'}; {solved}")
+            f"best eval {'-' if best is None else f'{best:.1f}'}; {solved}; {format_phases(summary['phases'])}")

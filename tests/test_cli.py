@@ -13,6 +13,7 @@ import pytest
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
+from a3c.phases import format_phases
 
 from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 
@@ -70,6 +71,11 @@ def test_training_run_writes_every_output(cartpole_run):
         assert isinstance(summary["solved_env_steps"], int) and isinstance(summary["solved_wall_seconds"], float)
     else:
         assert summary["solved_env_steps"] is None and summary["solved_wall_seconds"] is None
+
+    phases = summary["phases"]
+    assert 0 < phases["processes_started"] and 0 < phases["first_env_step"] <= phases["first_update"]
+    assert 0 < phases["first_evaluation"] and 0 <= phases["stop_to_exit"] < summary["wall_seconds"]
+    assert result.stdout.rstrip().splitlines()[-1].endswith(format_phases(phases))
 
     last = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert last["env_steps"] == summary["env_steps"]
