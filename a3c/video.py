@@ -1,8 +1,9 @@
-"""Videos of an agent's greedy episodes: one frame per step played, written with imageio.
+"""Videos of an agent's greedy episodes: one frame per step played; .mp4 by imageio, .gif by Pillow.
 
-imageio (with its ffmpeg plugin for .mp4; Pillow writes .gif) is an optional extra,
-requirements-video.txt: a well-kept library that reads and writes both formats,
-and whose imageio-ffmpeg wheel bundles an ffmpeg binary, so nothing else is installed.
+imageio (with its ffmpeg plugin for .mp4) is an optional extra, requirements-video.txt: a well-kept
+library whose imageio-ffmpeg wheel bundles an ffmpeg binary, so nothing else is installed.
+Pillow, which imageio depends on, writes .gif directly, with delays that keep the recorded time
+(imageio's GIF writer passes 33.3 ms a frame, which Pillow truncates to 30 ms).
 """
 
 from __future__ import annotations
@@ -59,6 +60,41 @@ def rendered_frame(env, env_id: str) -> np.ndarray:
     return video_frame(frame)
 
 
+def gif_durations(frames: int, fps: float) -> list[int]:
+    """Each frame's delay in ms for a GIF of `frames` frames at `fps`. GIF stores delays in whole
+    centiseconds (Pillow truncates the rest), so a uniform 1000 / fps ms is cut short (33.3 ms to 30 ms
+    at 30 fps, 10% fast); instead frame k ends at k * 1000 / fps rounded to 10 ms, so the delays
+    (30, 40, 30, ... at 30 fps) keep time, also summed over identical frames that Pillow merges."""
+    ends = [10 * round(k * 100 / fps) for k in range(frames + 1)]
+    return [end - start for start, end in zip(ends, ends[1:])]
+
+
+class GifWriter:
+    """imageio's append_data / close for a .gif, written by Pillow with gif_durations' delays."""
+
+    def __init__(self, path: str | Path, fps: float):
+        self.path, self.fps, self.frames = Path(path), fps, []
+
+    def append_data(self, frame: np.ndarray) -> None:
+        from PIL import Image  # a dependency of imageio
+        # paletted now, as Pillow would on saving: a third of an RGB frame's memory
+        self.frames.append(Image.fromarray(frame).convert("P", palette=Image.Palette.ADAPTIVE))
+
+    def close(self) -> None:
+        if not self.frames:  # nothing filmed (the first frame failed to render): Pillow cannot save none
+            return
+        first, *rest = self.frames
+        first.save(self.path, save_all=True, append_images=rest,
+                   duration=gif_durations(len(self.frames), self.fps))
+
+
+def video_writer(path: str | Path):
+    imageio = require_imageio("--video")  # also for .gif: the extra is what brings Pillow
+    if Path(path).suffix.lower() == ".gif":
+        return GifWriter(path, FRAMES_PER_SECOND)
+    return imageio.get_writer(str(path), fps=FRAMES_PER_SECOND, macro_block_size=2)  # even sides, unscaled
+
+
 def check_renders(env_id: str) -> None:
     """Refuse at once, before training, an env that cannot be filmed (and a missing imageio)."""
     require_imageio("--video-interval")
@@ -75,10 +111,8 @@ def record_episodes(agent: Agent, env_id: str, episodes: int, seed: int, path: s
     """Play greedy episodes one after another (episode k reset with seed + k) and film them into `path`:
     one frame per step, the frame the agent acted on. Stops after `max_steps` steps in all, if given.
     Returns the episodes' returns (of those finished) and the frames written."""
-    imageio = require_imageio("--video")
+    writer = video_writer(path)
     env = make_env(env_id, training=False, render_mode="rgb_array")
-    options = {"macro_block_size": 2} if Path(path).suffix.lower() == ".mp4" else {}  # even sides, unscaled
-    writer = imageio.get_writer(str(path), fps=FRAMES_PER_SECOND, **options)
     returns, frames = [], 0
     try:
         for episode in range(episodes):

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from a3c.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config import Config
 from a3c.envs import env_spec
 from a3c.model import build_model
+from a3c.video import FRAMES_PER_SECOND, GifWriter, gif_durations
 
 from .conftest import REPO_ROOT, run_cli
 from .test_cli import assert_one_line_usage_error
 
 imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
 pytest.importorskip("pygame", reason="CartPole renders with pygame: pip install -r requirements-video.txt")
+from PIL import Image, ImageSequence  # Pillow comes with imageio
+
+
+def gif_delays(path) -> list[int]:
+    with Image.open(path) as gif:
+        return [frame.info["duration"] for frame in ImageSequence.Iterator(gif)]
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +47,32 @@ def test_evaluate_films_one_frame_per_step_played(untrained_checkpoint, tmp_path
     mean_return = float(re.search(r"mean return (\d+\.\d+)", result.stdout).group(1))
     frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
     assert frames == round(2 * mean_return)  # CartPole pays 1 a step: the steps played
-    reader = imageio.get_reader(video)
     if suffix == ".mp4":
+        reader = imageio.get_reader(video)
         assert reader.count_frames() == frames
         assert reader.get_data(0).shape == (400, 600, 3)  # CartPole's own frame
-    else:  # Pillow may merge identical frames of a GIF
-        assert 1 <= len(imageio.mimread(video)) <= frames
+    else:  # Pillow merges identical consecutive frames of a GIF, summing their delays
+        delays = gif_delays(video)
+        assert 1 <= len(delays) <= frames
+        assert abs(sum(delays) - frames * 1000 / FRAMES_PER_SECOND) <= 10  # plays at the recorded speed
+
+
+def test_gif_delays_are_whole_centiseconds_that_keep_the_recorded_time():
+    delays = gif_durations(406, 30)
+    assert len(delays) == 406 and sum(delays) == 13530  # not 406 x 30 ms = 12.18 s
+    assert all(delay % 10 == 0 for delay in delays)
+    assert all(abs(end - k * 1000 / 30) <= 5 for k, end in enumerate(itertools.accumulate(delays), 1))
+
+
+def test_a_gif_keeps_time_across_the_identical_frames_pillow_merges(tmp_path):
+    shades = [0, 0, 0, 90, 180, 180, 0]  # 7 frames, 4 after merging the identical neighbours
+    writer = GifWriter(tmp_path / "merged.gif", FRAMES_PER_SECOND)
+    for shade in shades:
+        writer.append_data(np.full((16, 16, 3), shade, np.uint8))
+    writer.close()
+    delays = gif_delays(tmp_path / "merged.gif")
+    assert len(delays) == len([shade for shade, _ in itertools.groupby(shades)])
+    assert sum(delays) == round(len(shades) * 1000 / FRAMES_PER_SECOND, -1)
 
 
 @pytest.mark.timeout(60)
