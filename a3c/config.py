@@ -12,6 +12,8 @@ from .errors import ConfigError
 from .options import option_name
 from .presets import preset_for
 
+MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
+
 
 @dataclass(frozen=True)
 class Config:
@@ -99,7 +101,8 @@ class Config:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"{option_name(field.name)} must be a finite number, got {value!r}")
         checks = [
-            ("num_processes", self.num_processes >= 1, ">= 1"),
+            ("num_processes", 1 <= self.num_processes <= MAX_PROCESSES,
+             f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)"),
             ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
             ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
             ("t_max", self.t_max >= 1, ">= 1"),

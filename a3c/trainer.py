@@ -16,6 +16,7 @@ import torch
 import torch.multiprocessing as mp
 
 from .backends import connect_backend, make_backend
+from .capacity import check_machine
 from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config, config_for_resume
 from .counter import StepCounter
@@ -46,6 +47,7 @@ class RunSetup:
     env_steps: int = 0
     counters: Optional[dict] = None
     ray_cluster: Any = None  # a3c.backends.ray.RayCluster with --backend ray
+    warnings: tuple[str, ...] = ()  # what the capacity checks found that fits, but badly
 
 
 def default_run_dir(env_id: str) -> str:
@@ -72,11 +74,13 @@ def new_run(config: Config) -> RunSetup:
     spec = env_spec(config.env)
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    warnings = check_machine(config, spec, Path(config.run_dir))  # before the network is built: it may not fit
     model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
     check_video(config)
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster)
+    return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster,
+                    warnings=tuple(warnings))
 
 
 def check_video(config: Config) -> None:
@@ -112,7 +116,9 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     if payload["env_steps"] >= config.max_steps:
         raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
                           f"{config.max_steps:,}; give a larger --max-steps to train on")
-    model, optimizer = shared_model(config, env_spec(config.env))
+    spec = env_spec(config.env)
+    warnings = check_machine(config, spec, run_dir)
+    model, optimizer = shared_model(config, spec)
     check_video(config)
     try:
         model.load_state_dict(payload["model"])
@@ -122,7 +128,8 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
-    return RunSetup(config, run_dir, lock, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster)
+    return RunSetup(config, run_dir, lock, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster,
+                    tuple(warnings))
 
 
 class Interrupts:
@@ -209,6 +216,8 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) ->
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
     disk = Disk(console, run_dir)
     last_pt = run_dir / "checkpoints" / "last.pt"
+    for warning in setup.warnings:
+        console.message(f"warning: {warning}", error=True)
     console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
 

@@ -101,3 +101,27 @@ def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str
     for word in words:
         assert word in error_lines[0], error_lines[0]
     return error_lines[0]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs: a disk that fills up for real (ENOSPC from the kernel)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root: {result.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "--lazy", str(mount)], check=False)
+
+
+def fill(disk) -> Path:
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as file:
+        try:
+            while True:
+                file.write(bytes(1 << 16))
+        except OSError:
+            pass
+    return filler

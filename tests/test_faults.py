@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from a3c.checkpoint import load_checkpoint
 
-from .conftest import (assert_one_line_usage_error, interrupt, metrics_rows, run_cli, start_cli, wait_for_children,
-                       wait_for_metrics_rows)
+from .conftest import (assert_one_line_usage_error, fill, interrupt, metrics_rows, run_cli, start_cli,
+                       wait_for_children, wait_for_metrics_rows)
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
             "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000",
@@ -106,30 +104,6 @@ def test_a_hostile_env_fails_its_worker_with_one_line_and_the_run_stops_cleanly(
     assert "worker 0 died (exit code 1); restarting it from the shared weights (1/1)" in result.stderr
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "worker_failed"
     load_checkpoint(run_dir / "checkpoints" / "last.pt")  # whole and loadable
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MB tmpfs: a disk that fills up for real (ENOSPC from the kernel)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
-                            text=True)
-    if result.returncode != 0:
-        pytest.skip(f"mounting a small tmpfs needs root: {result.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "--lazy", str(mount)], check=False)
-
-
-def fill(disk) -> Path:
-    filler = disk / "filler"
-    with open(filler, "wb", buffering=0) as file:
-        try:
-            while True:
-                file.write(bytes(1 << 16))
-        except OSError:
-            pass
-    return filler
 
 
 @pytest.mark.slow
