@@ -15,6 +15,7 @@ import statistics
 import sys
 import time
 from collections import deque
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -223,10 +224,10 @@ class MetricsWriter:
             "policy_lag": mean_or_nan(pending["lag"]),
         }
         self.train_log.write(row)
-        self._tensorboard("train", row)
         for values in pending.values():
             values.clear()
         self._last_row = (self.env_steps, now)
+        self._tensorboard("train", row)  # last: should it fail, close() must not write the row to metrics.csv again
 
     def _on_eval(self, evaluation: Evaluation) -> None:
         returns = evaluation.returns
@@ -257,12 +258,11 @@ class MetricsWriter:
         if self.tb_dir is None:
             return
         if self._tb is None:
-            from torch.utils.tensorboard import SummaryWriter  # 0.2 s of imports: only when used
-            self._tb = SummaryWriter(str(self.tb_dir))
-        for key, value in row.items():
-            if key != "env_steps" and not (isinstance(value, float) and math.isnan(value)):
-                self._tb.add_scalar(f"{group}/{key}", value, row["env_steps"])
-        self._tb.flush()
+            from .tensorboard_events import EventFile  # 80 ms of imports: only when used
+            self._tb = EventFile(self.tb_dir)
+        scalars = {f"{group}/{key}": value for key, value in row.items()
+                   if key != "env_steps" and not (isinstance(value, float) and math.isnan(value))}
+        self._tb.write_scalars(row["env_steps"], scalars)
 
     def maybe_print(self) -> None:
         now = time.monotonic()
@@ -296,9 +296,16 @@ class MetricsWriter:
         }
 
     def close(self) -> None:
-        if self._last_row[0] != self.env_steps:  # the steps since the last full interval
-            self._write_row()
-        self.train_log.close()
-        self.eval_log.close()
-        if self._tb is not None:
-            self._tb.close()
+        """Writes the last row, then closes every file, even where that row or another file failed (a full
+        disk): a failing TensorBoard file leaves the CSVs closed."""
+        try:
+            if self._last_row[0] != self.env_steps:  # the steps since the last full interval
+                self._write_row()
+        finally:
+            self._close_files()
+
+    def _close_files(self) -> None:
+        with ExitStack() as files:  # each close runs even when one before it raised; the error is raised after
+            for file in (self.train_log, self.eval_log, self._tb):
+                if file is not None:
+                    files.callback(file.close)
