@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -21,34 +19,10 @@ from a3c.messages import Evaluation, Update
 from a3c.metrics import Console, MetricsWriter
 from a3c.tensorboard_events import EventFile
 
-from .conftest import metrics_rows, run_cli
+from .conftest import fill, metrics_rows, run_cli
 
 SHORT_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--log-interval", "1000",
              "--eval-interval", "0.5", "--eval-episodes", "2"]
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MB tmpfs: a disk that fills up for real (ENOSPC from the kernel); as in test_faults.py."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
-                            text=True)
-    if result.returncode != 0:
-        pytest.skip(f"mounting a small tmpfs needs root: {result.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "--lazy", str(mount)], check=False)
-
-
-def fill(disk) -> Path:
-    filler = disk / "filler"
-    with open(filler, "wb", buffering=0) as file:
-        try:
-            while True:
-                file.write(bytes(1 << 16))
-        except OSError:
-            pass
-    return filler
 
 
 def read_scalars(tb_dir) -> dict[str, list[tuple[int, float]]]:
