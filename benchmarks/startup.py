@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import tempfile
 import time
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout, launched in turn with ours")
     parser.add_argument("--no-atari", action="store_true", help="CartPole only")
     args = parser.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules are cached, as on a user's machine
     atari = not args.no_atari and importlib.util.find_spec("ale_py") is not None
     if not args.no_atari and not atari:
         print("Breakout left out: pip install -r requirements-atari.txt")

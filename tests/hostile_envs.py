@@ -10,6 +10,8 @@ Each is the Cue task of tests/cue_env.py (one-hot cue of 3, one-step episodes) u
 - NaNObs-v0: from its BREAK_STEP-th step its observations are NaN (those after a reset too).
 - ShiftingActions-v0: after its first episodes its action space grows to Discrete(5).
 - ResetRaises-v0: its second reset raises RuntimeError.
+- SlowStart-v0: making it takes START_SECONDS (a simulator that loads); each making appends the making
+  process's name and time.monotonic() to the file $A3C_TEST_STARTS.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from .cue_env import CueEnv
 
 BREAK_STEP = 50
+START_SECONDS = 0.3
 
 
 class TurningCue(CueEnv):
@@ -61,6 +64,16 @@ class TurningCue(CueEnv):
         return obs
 
 
+class SlowStartCue(CueEnv):
+    def __init__(self):
+        log = os.environ.get("A3C_TEST_STARTS")
+        if log is not None:
+            with open(log, "a") as file:
+                file.write(f"{multiprocessing.current_process().name} {time.monotonic()}\n")
+        time.sleep(START_SECONDS)
+        super().__init__()
+
+
 def hang_once() -> None:
     marker = os.environ.get("A3C_TEST_HANG_MARKER")
     if multiprocessing.current_process().name != os.environ.get("A3C_TEST_HANG_IN") or marker is None:
@@ -77,3 +90,5 @@ for env_id, fault in [("Hang-v0", "hang"), ("WrongShape-v0", "shape"), ("WrongDt
                       ("NaNObs-v0", "nan"), ("ShiftingActions-v0", "actions"), ("ResetRaises-v0", "reset")]:
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point=TurningCue, kwargs={"fault": fault})
+if "SlowStart-v0" not in gym.registry:
+    gym.register(id="SlowStart-v0", entry_point=SlowStartCue)

@@ -8,9 +8,11 @@ import time
 
 import pytest
 
+from a3c.config import Config
 from a3c.learner import RolloutReport
 from a3c.messages import Evaluation, Update
 from a3c.phases import Phases, process_start_time
+from a3c.trainer import train
 
 from .conftest import REPO_ROOT
 
@@ -48,3 +50,16 @@ def test_milestones_are_the_first_of_their_kind_and_counted_from_launch():
     phases.mark("stopped")
     time.sleep(0.05)
     assert 0.05 <= phases.report()["stop_to_exit"] < 1.0
+
+
+@pytest.mark.timeout(60)
+def test_workers_start_in_waves_of_one_a_core_each_once_the_one_before_has_updated(tmp_path, monkeypatch, quiet):
+    log = tmp_path / "starts"
+    monkeypatch.setenv("A3C_TEST_STARTS", str(log))
+    launched = time.monotonic()
+    config = Config(env="tests.hostile_envs:SlowStart-v0", num_processes=4, active_workers=2, envs_per_process=1,
+                    eval_episodes=0, max_steps=3000, target_return=None, run_dir=str(tmp_path / "run"))
+    first_update = launched + train(config, print_fn=quiet, launched_at=launched).summary["phases"]["first_update"]
+    starts = {name: float(at) for name, at in (line.split() for line in log.read_text().splitlines())}
+    assert starts["a3c-worker-0"] < first_update and starts["a3c-worker-1"] < first_update
+    assert starts["a3c-worker-2"] > first_update and starts["a3c-worker-3"] > first_update  # they waited

@@ -13,12 +13,14 @@ import torch.multiprocessing as mp
 
 from ..config import Config
 from ..evaluator import run_evaluator
+from ..messages import Update
 from ..metrics import Console
 from ..processes import Shared
 from ..seeding import worker_seeds
 from ..worker import run_worker
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
+WAVE_SECONDS = 30.0  # a wave of workers that has not all updated by then no longer holds the next one back
 
 
 def exit_cause(exitcode: int) -> str:
@@ -39,6 +41,9 @@ class LocalBackend:
         self.restarts = {rank: 0 for rank in range(config.num_processes)} | {"evaluator": 0}
         self.evaluator: Optional[mp.Process] = None
         self.pipes: dict = {}  # receiving end -> process name
+        self.unstarted: list[int] = []  # ranks of the waves to come
+        self.wave_started_at = 0.0
+        self.starting: set[int] = set()  # ranks of the current wave that have not sent an update yet
 
     def _start(self, name: str, target, *args) -> mp.Process:
         receiver, sender = self.ctx.Pipe(duplex=False)
@@ -54,6 +59,7 @@ class LocalBackend:
         if self.shared.heartbeats is not None:
             self.shared.heartbeats.beat(rank)  # its start-up counts against --worker-timeout
         self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, seeds)
+        self.starting.add(rank)
 
     def start_evaluator(self) -> None:
         if self.config.eval_episodes > 0:
@@ -62,9 +68,29 @@ class LocalBackend:
             self.evaluator = self._start("a3c-evaluator", run_evaluator, *self.evaluator_args)
 
     def start(self) -> None:
-        for rank in range(self.config.num_processes):
+        """The workers in waves of one a core (or --active-workers), each wave once the one before has
+        updated; the evaluator with the second wave (or the only one). Workers that make their envs all at once share the cores until all
+        are made: 8 Atari workers of 16 envs each (7 s of a core apiece) sent their first update after
+        28 s, where a first wave of 2 updates after 7 s and trains while the others start."""
+        self.unstarted = list(range(self.config.num_processes))
+        self.start_next_wave()
+
+    def start_next_wave(self) -> None:
+        wave = self.config.active_workers or os.cpu_count() or 1
+        first = len(self.unstarted) == self.config.num_processes
+        for rank in self.unstarted[:wave]:
             self.start_worker(rank)
-        self.start_evaluator()
+        self.unstarted = self.unstarted[wave:]
+        self.wave_started_at = time.monotonic()
+        if self.evaluator is None and (not first or not self.unstarted):
+            self.start_evaluator()
+
+    def start_waiting_workers(self) -> None:
+        """The next wave, once the current one has updated (or WAVE_SECONDS have passed); none after the stop."""
+        if self.unstarted and not self.shared.stop.is_set() and (
+                not self.starting or time.monotonic() - self.wave_started_at > WAVE_SECONDS):
+            self.starting.clear()
+            self.start_next_wave()
 
     def processes(self) -> list[mp.Process]:
         return list(self.workers.values()) + ([self.evaluator] if self.evaluator else [])
@@ -74,10 +100,14 @@ class LocalBackend:
         for receiver in wait(list(self.pipes), timeout):
             try:
                 while receiver.poll():
-                    handle(receiver.recv())
+                    message = receiver.recv()
+                    if isinstance(message, Update):
+                        self.starting.discard(message.rank)
+                    handle(message)
             except (EOFError, OSError):
                 del self.pipes[receiver]
                 receiver.close()
+        self.start_waiting_workers()
 
     def check(self) -> Optional[str]:
         """Restart dead and hung workers (and a hung evaluator) while restarts last; say why the run must
