@@ -87,9 +87,20 @@ def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Seq
     else:
         convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
                               nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
-    with torch.no_grad():
-        flat_size = convs(torch.zeros(1, channels, height, width)).shape[1]
-    return nn.Sequential(ScaleFrames(), convs, *mlp(flat_size, hidden_sizes))  # keys as in 0.1 checkpoints
+    return nn.Sequential(ScaleFrames(), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes))  # keys as in 0.1
+
+
+def flat_size(convs: nn.Sequential, obs_shape: tuple[int, int, int]) -> int:
+    """The number of features the convolutions make of a frame, by arithmetic: a trial forward pass
+    on torch's meta device (a3c/capacity.py sizes networks there) imports torch._dynamo, 1.3 s."""
+    channels, height, width = obs_shape
+    for layer in convs:
+        if isinstance(layer, nn.Conv2d):
+            (kernel_h, kernel_w), (stride_h, stride_w), (pad_h, pad_w) = layer.kernel_size, layer.stride, layer.padding
+            height = (height + 2 * pad_h - kernel_h) // stride_h + 1
+            width = (width + 2 * pad_w - kernel_w) // stride_w + 1
+            channels = layer.out_channels
+    return channels * height * width
 
 
 class RunningNorm(nn.Module):

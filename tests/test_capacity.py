@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from a3c.capacity import PROCESS_BYTES, check_capacity, estimate, network_size, user_tasks
 from a3c.config import Config
-from a3c.envs import env_spec
+from a3c.envs import EnvSpec, env_spec
 from a3c.errors import ConfigError
 from a3c.model import build_model
 
-from .conftest import assert_one_line_usage_error, run_cli
+from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 
 GB = 2**30
 
@@ -29,6 +32,21 @@ def test_the_network_is_sized_as_built(env_id, settings):
     spec = env_spec(env_id)
     model = build_model(config, spec)
     assert network_size(config, spec) == sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+
+
+@pytest.mark.parametrize("frames", [(4, 84, 84), (4, 10, 10)])  # Atari's convnet, MinAtar's
+def test_a_frames_network_is_sized_as_built_without_a_trial_pass(frames):
+    spec = EnvSpec(obs_shape=frames, num_actions=4, action_start=0, reward_threshold=None, obs_dtype=np.uint8)
+    config = Config(core="none", hidden_sizes=(256,))
+    model = build_model(config, spec)
+    assert network_size(config, spec) == sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+    assert model(torch.zeros(1, *frames, dtype=torch.uint8), ())[0].shape == (1, 4)  # the flat size fits
+    code = ("import sys, numpy as np; from a3c.capacity import network_size; from a3c.config import Config; "
+            "from a3c.envs import EnvSpec; "
+            f"network_size(Config(core='none'), EnvSpec({frames}, 4, 0, None, obs_dtype=np.uint8)); "
+            "print('torch._dynamo' in sys.modules)")
+    imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"  # a forward pass on the meta device imports it: 1.3 s
 
 
 def test_a_users_network_is_left_to_its_own_build():

@@ -42,8 +42,9 @@ class LocalBackend:
         self.evaluator: Optional[mp.Process] = None
         self.pipes: dict = {}  # receiving end -> process name
         self.unstarted: list[int] = []  # ranks of the waves to come
+        self.wave: list[int] = []  # the ranks started last
         self.wave_started_at = 0.0
-        self.starting: set[int] = set()  # ranks of the current wave that have not sent an update yet
+        self.updated: set[int] = set()  # ranks whose current process has sent an update
 
     def _start(self, name: str, target, *args) -> mp.Process:
         receiver, sender = self.ctx.Pipe(duplex=False)
@@ -59,7 +60,7 @@ class LocalBackend:
         if self.shared.heartbeats is not None:
             self.shared.heartbeats.beat(rank)  # its start-up counts against --worker-timeout
         self.workers[rank] = self._start(f"a3c-worker-{rank}", run_worker, rank, seeds)
-        self.starting.add(rank)
+        self.updated.discard(rank)
 
     def start_evaluator(self) -> None:
         if self.config.eval_episodes > 0:
@@ -69,18 +70,19 @@ class LocalBackend:
 
     def start(self) -> None:
         """The workers in waves of one a core (or --active-workers), each wave once the one before has
-        updated; the evaluator with the second wave (or the only one). Workers that make their envs all at once share the cores until all
-        are made: 8 Atari workers of 16 envs each (7 s of a core apiece) sent their first update after
-        28 s, where a first wave of 2 updates after 7 s and trains while the others start."""
+        updated; the evaluator with the second wave (or the only one). Workers that make their envs all
+        at once share the cores until all are made: 8 Breakout workers of 16 envs each (7 s of a core
+        apiece) sent their first update 28 s after launch; a first wave of 2 updates after 9 s and
+        trains while the others start."""
         self.unstarted = list(range(self.config.num_processes))
         self.start_next_wave()
 
     def start_next_wave(self) -> None:
-        wave = self.config.active_workers or os.cpu_count() or 1
+        size = self.config.active_workers or os.cpu_count() or 1
         first = len(self.unstarted) == self.config.num_processes
-        for rank in self.unstarted[:wave]:
+        self.wave, self.unstarted = self.unstarted[:size], self.unstarted[size:]
+        for rank in self.wave:
             self.start_worker(rank)
-        self.unstarted = self.unstarted[wave:]
         self.wave_started_at = time.monotonic()
         if self.evaluator is None and (not first or not self.unstarted):
             self.start_evaluator()
@@ -88,8 +90,7 @@ class LocalBackend:
     def start_waiting_workers(self) -> None:
         """The next wave, once the current one has updated (or WAVE_SECONDS have passed); none after the stop."""
         if self.unstarted and not self.shared.stop.is_set() and (
-                not self.starting or time.monotonic() - self.wave_started_at > WAVE_SECONDS):
-            self.starting.clear()
+                self.updated.issuperset(self.wave) or time.monotonic() - self.wave_started_at > WAVE_SECONDS):
             self.start_next_wave()
 
     def processes(self) -> list[mp.Process]:
@@ -102,7 +103,7 @@ class LocalBackend:
                 while receiver.poll():
                     message = receiver.recv()
                     if isinstance(message, Update):
-                        self.starting.discard(message.rank)
+                        self.updated.add(message.rank)
                     handle(message)
             except (EOFError, OSError):
                 del self.pipes[receiver]
@@ -192,6 +193,9 @@ class LocalBackend:
     def stop(self, handle) -> None:
         """Let every process finish its update, reading their messages so none blocks on a full pipe."""
         self.shared.stop.set()
+        for rank, process in self.workers.items():
+            if rank not in self.updated and process.is_alive():
+                process.terminate()  # still making its envs (Atari: seconds): it has no update to finish
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         while any(p.is_alive() for p in self.processes()) and time.monotonic() < deadline:
             self.receive(handle, timeout=0.05)
