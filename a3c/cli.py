@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: more threads per process deadlock or crawl
+gc.disable()  # until torch is imported: collections among its 160k new objects took 0.3 s of a launch
 
 import sys
 from contextlib import contextmanager
@@ -129,9 +131,11 @@ def usage_errors():
 def cli(ctx, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
+        gc.enable()
         return
     from .phases import process_start_time
     from .trainer import EXIT_CODES, train
+    gc.enable()  # train() freezes what the imports made
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -180,15 +181,17 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
     """Run one training job to its end (or continue the one at `resume`).
 
     `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
-    by default, this call. Leaves the calling process as it found it: its torch thread count and its
-    signal handlers are restored on the way out.
+    by default, this call. Leaves the calling process as it found it: its torch thread count, its
+    signal handlers and its garbage collector's generations are restored on the way out.
     """
     phases = Phases(time.monotonic() if launched_at is None else launched_at)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any worker starts (docs/design.md, fact 3)
+    gc.freeze()  # the objects of now (torch's modules) are never scanned again, here or in a forked worker
     try:
         return run(config, print_fn, resume, overrides, phases)
     finally:
+        gc.unfreeze()
         torch.set_num_threads(threads)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import signal
 import threading
@@ -64,6 +65,7 @@ def test_train_leaves_the_callers_process_as_it_found_it(tmp_path):
         result = a3c.train(config, verbose=False)
         assert torch.get_num_threads() == 2
         assert signal.getsignal(signal.SIGINT) is handler
+        assert gc.isenabled() and gc.get_freeze_count() == 0  # train() froze the heap for its workers only
         assert result.summary["env_steps"] >= 3_000 and (result.run_dir / "summary.json").exists()
     finally:
         torch.set_num_threads(threads)
