@@ -2,7 +2,7 @@
 
 import os
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads (docs/design.md, fact 3)
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads (docs/design/facts.md, fact 3)
 
 from a3c.cli import main  # noqa: E402
 

@@ -42,7 +42,7 @@ class Config:
     # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
     # more (Adam saturated it within 60 updates on Acrobot), off for feed-forward networks, which reach
     # them with ReLU features and explore by the optimism of a value starting near 0
-    # (docs/design.md, "The LSTM's scale")
+    # (docs/design/choices.md, "The LSTM's scale")
     center_values: str = "auto"
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
@@ -78,7 +78,7 @@ class Config:
     # seconds a worker or the evaluator may show no progress before it is killed and restarted; 0: never.
     # The longest silence of a healthy run seen: a worker's start-up, about 30 s before 8 Atari workers of
     # 16 envs each on 2 cores all update; 300 s leaves room for slower machines and simulators
-    # (docs/design.md, "Faults")
+    # (docs/design/choices.md, "Faults")
     worker_timeout: float = 300.0
     run_dir: str = ""
     start_method: str = ""
@@ -86,7 +86,7 @@ class Config:
     backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
     nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
-    # updates of a group's optimizer between its exchanges with the global model (docs/design.md, "Node groups"):
+    # updates of a group's optimizer between its exchanges with the global model (docs/design/choices.md, "Node groups"):
     # CartPole, 2 groups, 5 seeds: 10, 20, 50, 100 all solved at about a local run's env steps; 50 made
     # 27 times fewer calls than one per update
     sync_interval: int = 50

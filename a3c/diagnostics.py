@@ -4,7 +4,7 @@ An LSTM whose gate pre-activations sit beyond +-3 has sigmoid and tanh slopes un
 gradient vanishes and its hidden state stops carrying the observation. A policy head whose
 NoisyNet noise moves the logits far more than the observations do acts on the noise alone.
 These numbers tell the two apart from a policy that simply has not learned yet
-(docs/design.md, "The LSTM's scale").
+(docs/design/choices.md, "The LSTM's scale").
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from .seeding import WorkerSeeds
 
 @dataclass
 class RolloutReport:
-    """What one update tells the metrics writer: plain numbers only (docs/design.md, fact 5)."""
+    """What one update tells the metrics writer: plain numbers only (docs/design/facts.md, fact 5)."""
 
     env_steps: int  # 0 for a replayed update
     finished_returns: list
@@ -90,7 +90,7 @@ class ActorLearner:
         started = time.perf_counter()
         config, policy, envs, spec = self.config, self.policy, self.envs, self.envs.spec
         steps, batch = config.t_max, len(envs)
-        self.model.resample_noise()  # fixed for the whole rollout (docs/design.md, fact 6)
+        self.model.resample_noise()  # fixed for the whole rollout (docs/design/facts.md, fact 6)
         state = policy.begin_rollout(self.state)
         start_state = policy.state_to_numpy(state) if self.memory is not None else ()
         observations = []
@@ -200,7 +200,7 @@ class ActorLearner:
         Returns the norm before clipping."""
         d_heads, d_log_std = self.distribution.backward(heads, self.policy.log_std, actions, d_loss.log_probs,
                                                         d_loss.entropies)
-        self.flat_grad.zero_()  # the gradient of this rollout only (docs/design.md, fact 1)
+        self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
 

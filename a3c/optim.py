@@ -3,7 +3,7 @@
 Standalone rather than torch.optim subclasses: the first torch.optim optimizer
 imports torch._dynamo (about 0.85 s of start-up), and here the gradient is
 handed to step() explicitly, so no process ever reads a stale `.grad`
-(docs/design.md, fact 1). The updates reproduce torch.optim.Adam / RMSprop to rounding, with
+(docs/design/facts.md, fact 1). The updates reproduce torch.optim.Adam / RMSprop to rounding, with
 one addition for Hogwild: each weight's move is clamped to what a sequential run can reach (fact 2).
 """
 
@@ -77,7 +77,7 @@ class SharedAdam(SharedOptimizer):
         torch._foreach_add_(denom, self.eps)
         ratio = torch._foreach_div(exp_avg, denom)  # m_hat / sqrt(v_hat) times (1 - beta1^step)
         bias_correction = 1 - beta1 ** step
-        # inert unless a race (docs/design.md, fact 2)
+        # inert unless a race (docs/design/facts.md, fact 2)
         clamp_(ratio, adam_ratio_bound(beta1, beta2, step) * bias_correction)
         torch._foreach_add_(self.params, ratio, alpha=-lr / bias_correction)
 
@@ -96,7 +96,7 @@ class SharedRMSprop(SharedOptimizer):
         denom = torch._foreach_sqrt(square_avg)
         torch._foreach_add_(denom, self.eps)
         ratio = torch._foreach_div(grads, denom)
-        # the average holds at least (1 - alpha) g^2 unless a race overwrote it (docs/design.md, fact 2)
+        # the average holds at least (1 - alpha) g^2 unless a race overwrote it (docs/design/facts.md, fact 2)
         clamp_(ratio, 1 / math.sqrt(1 - self.alpha))
         torch._foreach_add_(self.params, ratio, alpha=-lr)
 

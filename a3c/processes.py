@@ -51,7 +51,7 @@ class Shared:
 
 
 def one_thread() -> None:
-    """One compute thread in this process, for torch and for numpy's BLAS (docs/design.md, fact 3).
+    """One compute thread in this process, for torch and for numpy's BLAS (docs/design/facts.md, fact 3).
 
     Setting OMP_NUM_THREADS=1 before numpy loads does the same for BLAS, but a caller of
     the Python API may have imported numpy already: with BLAS's own threads, 8 workers
@@ -94,5 +94,5 @@ def worker_turns(ctx, config: Config) -> Optional[Turns]:
 
 
 def start_method(config: Config) -> str:
-    # fork starts 8 workers in 0.3 s against about 8 s for spawn (docs/design.md, fact 4).
+    # fork starts 8 workers in 0.3 s against about 8 s for spawn (docs/design/facts.md, fact 4).
     return config.start_method or ("fork" if sys.platform.startswith("linux") else "spawn")

@@ -6,7 +6,7 @@ exchange, its *delta*. The global model adds every group's delta as it arrives
 and answers with the global weights, which the group takes while keeping the
 updates its workers applied during the round trip. Every worker's update so
 reaches the global weights once, as in one big Hogwild run whose updates from
-other nodes arrive late (docs/design.md, "Node groups").
+other nodes arrive late (docs/design/choices.md, "Node groups").
 
 Running statistics (of observations, of value targets) travel the same way, as
 additive sums (count, sum, sum of squares), so the groups' statistics merge exactly.

@@ -186,7 +186,7 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
     """
     phases = Phases(time.monotonic() if launched_at is None else launched_at)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # before any worker starts (docs/design.md, fact 3)
+    torch.set_num_threads(1)  # before any worker starts (docs/design/facts.md, fact 3)
     gc.freeze()  # the objects of now (torch's modules) are never scanned again, here or in a forked worker
     try:
         return run(config, print_fn, resume, overrides, phases)

@@ -1,4 +1,4 @@
-"""Shared setup: one torch thread per process before anything forks (docs/design.md, fact 3)."""
+"""Shared setup: one torch thread per process before anything forks (docs/design/facts.md, fact 3)."""
 
 from __future__ import annotations
 

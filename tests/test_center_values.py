@@ -2,7 +2,7 @@
 
 Acrobot pays -1 a step (-0.1 scaled): value targets near -10. An LSTM's value head reads a state
 bounded by tanh, and Adam's steps of about lr per weight reach -10 fastest by saturating every gate:
-the state stops depending on the observation, and the policy with it (docs/design.md, "The LSTM's scale").
+the state stops depending on the observation, and the policy with it (docs/design/choices.md, "The LSTM's scale").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gradient hand-off (docs/design.md, fact 1): the optimizer gets exactly each step's gradient.
+"""Gradient hand-off (docs/design/facts.md, fact 1): the optimizer gets exactly each step's gradient.
 
 A known loss L_k = sum(w * c_k) has gradient c_k whatever w is, so a plain-SGD
 SharedOptimizer must end at w0 - lr * sum_k c_k. A stale gradient (the first one

@@ -3,7 +3,7 @@
 Each node group (node_group.py) runs the local backend's Hogwild workers on its
 node's shared memory; only the groups' parameter deltas cross the network,
 every --sync-interval updates of a group, and no worker ever waits on Ray
-(docs/design.md, "Node groups"). The trainer keeps its shared-memory model as
+(docs/design/choices.md, "Node groups"). The trainer keeps its shared-memory model as
 a mirror of the global model, so the evaluator process, the metrics writer and
 the checkpoints work as with the local backend.
 
