@@ -2,11 +2,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup clean
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-runtime.txt requirements-test.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
@@ -17,7 +17,7 @@ train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
 # The extras: requirements-<extra>.txt on top of the base install, e.g. make ray-venv
-EXTRAS := atari box2d ray video minatar
+EXTRAS := atari box2d ray video minatar docs
 
 $(EXTRAS:%=%-venv): %-venv: $(VENV)/.%-installed
 
@@ -25,8 +25,15 @@ $(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VEN
 	$(PY) -m pip install --quiet -r $<
 	touch $@
 
-test: atari-venv box2d-venv ray-venv video-venv minatar-venv
+test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv
 	$(PY) -m pytest -q
+
+# the documentation site: MkDocs (Material), the CLI and API reference generated from the code
+docs: docs-venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: docs-venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 bench-venv: $(VENV)/.bench-installed
 
@@ -76,4 +83,4 @@ bench-soak: bench-venv
 	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache build *.egg-info
+	rm -rf $(VENV) runs site dist .pytest_cache build *.egg-info
