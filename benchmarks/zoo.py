@@ -2,6 +2,7 @@
 
     zoo.py                                  # all four envs, 10 seeds (5 for LunarLander)
     zoo.py --env CartPole-v1 --seeds 3      # one env, fewer seeds
+    zoo.py --env CartPole-v1 --only "ours (preset)" --only "SB3 A2C (Zoo)"   # two contenders
 
 Per env, the contenders run interleaved by seed, one process at a time, each timed from launch to
 exit and capped by the env's timeout: ours with the env's preset and `--num-processes 8` (and,
@@ -68,19 +69,20 @@ def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
             "final_eval": result["final_eval"], "curve": result["curve"]}
 
 
-def contenders(env: str) -> dict:
+def contenders(env: str, only: list[str] | None = None) -> dict:
+    """The contenders for `env`, all of them or those named in `only`."""
     found = {"ours (preset)": lambda seed, suite: ours(env, seed, suite)}
     if preset_for(env).get("replay_ratio"):
         found["ours, no replay"] = lambda seed, suite: ours(env, seed, suite, replay_ratio=0)
     found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
     found["SB3 PPO (Zoo)"] = lambda seed, suite: sb3("ppo", env, seed, suite)
-    return found
+    return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_env(env: str, suite: Suite) -> dict:
-    results = {name: [] for name in contenders(env)}
+def run_env(env: str, suite: Suite, only: list[str] | None = None) -> dict:
+    results = {name: [] for name in contenders(env, only)}
     for seed in range(suite.seeds):
-        for name, contender in contenders(env).items():
+        for name, contender in contenders(env, only).items():
             run = {"seed": seed, **contender(seed, suite)}
             results[name].append(run)
             print(f"  {env} seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
@@ -139,6 +141,8 @@ def main() -> None:
     parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
     parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
     parser.add_argument("--out", default="zoo", help="results name")
+    parser.add_argument("--only", action="append", metavar="CONTENDER",
+                        help='run only this contender, e.g. "ours (preset)" or "SB3 A2C (Zoo)"; repeat for more')
     args = parser.parse_args()
     info = environment()
     suites = {env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
@@ -146,7 +150,7 @@ def main() -> None:
 
     results = {}
     for env, suite in suites.items():  # saved after each env: a long suite cut short keeps what it finished
-        results[env] = run_env(env, suite)
+        results[env] = run_env(env, suite, args.only)
         report(info, suites, results, args.out)
 
 
