@@ -6,7 +6,6 @@ import gc
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: more threads per process deadlock or crawl
-gc.disable()  # until torch is imported: collections among its 160k new objects took 0.3 s of a launch
 
 import sys
 from contextlib import contextmanager
@@ -135,7 +134,7 @@ def cli(ctx, resume, **settings):
         return
     from .phases import process_start_time
     from .trainer import EXIT_CODES, train
-    gc.enable()  # train() freezes what the imports made
+    gc.enable()  # off since main(); train() freezes what the imports made
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
@@ -213,5 +212,6 @@ def presets():
 
 
 def main() -> None:
-    """The console script's entry point."""
+    """The console script's entry point (and main.py's)."""
+    gc.disable()  # until torch is imported: collections among its 160k new objects took 0.3 s of a launch
     cli()
