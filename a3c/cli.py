@@ -14,7 +14,7 @@ import click
 
 from .config import Config
 from .options import field_name, option_value
-from .errors import USAGE_ERRORS, WriteError
+from .errors import USAGE_ERRORS, ConfigError, WriteError
 
 DEFAULTS = Config()
 
@@ -124,10 +124,13 @@ def usage_errors():
         raise click.UsageError(str(error)) from None
 
 
+@click.option("--config", "config_file", metavar="FILE", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="training options from a TOML file (or a run's config.json, to repeat it): the env's preset, "
+                   "then the file, then the command line")
 @click.option("--resume", metavar="RUN_DIR|CHECKPOINT", default=None,
               help="continue a run from its last checkpoint; options given again override the saved ones")
 @click.pass_context
-def cli(ctx, resume, **settings):
+def cli(ctx, config_file, resume, **settings):
     """Train an A3C agent (Hogwild workers, LSTM + NoisyNet, shared Adam) on a gymnasium env."""
     if ctx.invoked_subcommand is not None:
         gc.enable()
@@ -139,12 +142,22 @@ def cli(ctx, resume, **settings):
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
         with usage_errors():
-            config = Config.for_env(settings["env"], **{k: v for k, v in given.items() if k != "env"})
+            config = training_config(settings["env"], given, config_file, resume)
             summary = train(config, resume=resume, overrides=given, launched_at=process_start_time()).summary
     except WriteError as error:  # before the run started (config.json, a resume's CSVs): a full disk
         click.echo(f"Error: {error}", err=True)
         exit_now(1)
     exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
+
+
+def training_config(env: str, given: dict, config_file, resume) -> Config:
+    """The env's preset, then the --config file's options, then those given on the command line."""
+    if config_file is None:
+        return Config.for_env(env, **{k: v for k, v in given.items() if k != "env"})
+    if resume is not None:
+        raise ConfigError("--config with --resume: a resumed run keeps its saved settings; give the changes "
+                          "on the command line")
+    return Config.from_file(config_file, **given)
 
 
 def exit_now(code: int) -> None:

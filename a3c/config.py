@@ -163,6 +163,19 @@ class Config:
         """The env's preset (a3c/presets.py) with `overrides` on top, as the command line applies them."""
         return cls(**{**preset_for(env), **overrides, "env": env})
 
+    @classmethod
+    def from_file(cls, path, **overrides) -> "Config":
+        """A TOML file's settings (or a run's config.json, to repeat the run) on top of its env's preset,
+        and `overrides` on top of those, as --config and the command line apply them."""
+        from .config_file import file_options
+        values = file_options(path, cls)
+        env = overrides.get("env", values.pop("env", cls.env))
+        try:
+            cls.for_env(env, **values)  # the file's own values, so that an error names the file
+        except ConfigError as error:
+            raise ConfigError(f"--config {path}: {error}") from None
+        return cls.for_env(env, **{**values, **{k: v for k, v in overrides.items() if k != "env"}})
+
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes)
 

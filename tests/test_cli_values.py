@@ -26,6 +26,7 @@ NAMED_VALUES = {
     "env_id": ["CartPole-v1", "", "NoSuchEnv-v0"],
     "model": ["", "no_such_module:build", "tests.user_models", ":"],
     "run_dir": ["run", "", "run\x00dir"],
+    "config_file": ["", "no/such.toml", "."],
     "ray_address": ["", "auto", "127.0.0.1:1"],
     "checkpoint": ["last.pt", "", "no/such.pt"],
     "video": ["", "out.mp4", "out.gif", "out.avi", "no/such/out.mp4"],
