@@ -8,6 +8,7 @@
 __version__ = "0.8.0"  # before the imports: modules of the package read it while it loads
 
 from .api import load_agent, train  # noqa: E402
+from .callbacks import Callback  # noqa: E402
 from .config import Config  # noqa: E402
 
-__all__ = ["Config", "load_agent", "train"]
+__all__ = ["Callback", "Config", "load_agent", "train"]

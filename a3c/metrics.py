@@ -129,7 +129,11 @@ def progress_bar(fraction: float, width: int = 20) -> str:
 class MetricsWriter:
     def __init__(self, run_dir: Path, log_interval: int, print_interval: float, max_steps: int,
                  lr_at: Callable[[int], float], start_time: float, console: Console,
-                 tensorboard: bool = False, env_steps: int = 0, counters: Optional[dict] = None):
+                 tensorboard: bool = False, env_steps: int = 0, counters: Optional[dict] = None,
+                 on_row: Callable[[str, dict], None] = lambda kind, row: None):
+        """`on_row(kind, row)`: after each row is written, "metrics" (of metrics.csv) or "evaluation"
+        (of eval.csv: evaluations and confirmations), as a dict of the CSV's columns."""
+        self.on_row = on_row
         self.train_log = CsvLog(run_dir / "metrics.csv", TRAIN_COLUMNS)
         self.eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
         self.tb_dir = run_dir / "tb" if tensorboard else None
@@ -228,6 +232,7 @@ class MetricsWriter:
             values.clear()
         self._last_row = (self.env_steps, now)
         self._tensorboard("train", row)  # last: should it fail, close() must not write the row to metrics.csv again
+        self.on_row("metrics", row)
 
     def _on_eval(self, evaluation: Evaluation) -> None:
         returns = evaluation.returns
@@ -244,6 +249,7 @@ class MetricsWriter:
             self.best_eval = mean if self.best_eval is None else max(self.best_eval, mean)
         if evaluation.solved and self.solved_at is None:
             self.solved_at = (evaluation.env_steps, evaluation.wall_seconds)
+        self.on_row("evaluation", row)
 
     def _on_confirmation(self, evaluation: Evaluation, mean: float) -> None:
         episodes = len(evaluation.returns)

@@ -11,12 +11,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 import torch.multiprocessing as mp
 
 from .backends import connect_backend, make_backend
+from .callbacks import Callbacks
 from .capacity import check_machine
 from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config, config_for_resume
@@ -33,7 +34,8 @@ from .processes import Heartbeats, Shared, shared_model, start_method, worker_tu
 from .run_lock import RunLock
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
-              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1}
+              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1,
+              "callback_failed": 1}
 
 
 @dataclass
@@ -177,33 +179,35 @@ class TrainResult:
 
 
 def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None,
-          launched_at: Optional[float] = None) -> TrainResult:
+          launched_at: Optional[float] = None, callbacks: Sequence = ()) -> TrainResult:
     """Run one training job to its end (or continue the one at `resume`).
 
     `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
-    by default, this call. Leaves the calling process as it found it: its torch thread count, its
-    signal handlers and its garbage collector's generations are restored on the way out.
+    by default, this call. `callbacks`: see a3c/callbacks.py. Leaves the calling process as it found
+    it: its torch thread count, its signal handlers and its garbage collector's generations are
+    restored on the way out.
     """
     phases = Phases(time.monotonic() if launched_at is None else launched_at)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any worker starts (docs/design/facts.md, fact 3)
     gc.freeze()  # the objects of now (torch's modules) are never scanned again, here or in a forked worker
     try:
-        return run(config, print_fn, resume, overrides, phases)
+        return run(config, print_fn, resume, overrides, phases, callbacks)
     finally:
         gc.unfreeze()
         torch.set_num_threads(threads)
 
 
-def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases) -> TrainResult:
+def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases,
+        callbacks: Sequence) -> TrainResult:
     setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
     try:
-        return run_to_the_end(setup, print_fn, resume is not None, phases)
+        return run_to_the_end(setup, print_fn, resume is not None, phases, callbacks)
     finally:
         setup.lock.release()
 
 
-def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) -> TrainResult:
+def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_callbacks: Sequence) -> TrainResult:
     config, run_dir = setup.config, setup.run_dir
     with writing(run_dir / "config.json"):
         (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -213,9 +217,11 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) ->
     shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
                     ctx.Event(), worker_turns(ctx, config), Heartbeats(ctx, config.num_processes))
     console = Console(print_fn)
+    callbacks = Callbacks(user_callbacks, console)
+    callbacks.call("on_start", config, run_dir)
     writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
-                           setup.env_steps, setup.counters)
+                           setup.env_steps, setup.counters, on_row=callbacks.row)
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
     disk = Disk(console, run_dir)
     last_pt = run_dir / "checkpoints" / "last.pt"
@@ -246,6 +252,8 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) ->
                 stop_reason = "write_failed"
             elif interrupts.received is not None:
                 stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+            elif callbacks.stop_reason is not None:
+                stop_reason = callbacks.stop_reason
             elif writer.diverged:
                 stop_reason = "diverged"
                 console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
@@ -273,6 +281,7 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases) ->
     disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
     console.message(format_summary(summary))
+    callbacks.call("on_end", summary)
     return TrainResult(summary, run_dir)
 
 
