@@ -238,35 +238,39 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, us
             disk.write(writer.handle, message)
 
     with Interrupts(backend.kill) as interrupts:
-        backend.start()
-        phases.mark("processes_started")
-        stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
-        while stop_reason is None:
-            backend.receive(handle, timeout=0.05)
-            writer.maybe_print()
-            if time.monotonic() >= next_checkpoint:
-                if backend.sync_state():
-                    disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
-                next_checkpoint = time.monotonic() + config.checkpoint_interval
-            if disk.failed:
-                stop_reason = "write_failed"
-            elif interrupts.received is not None:
-                stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
-            elif callbacks.stop_reason is not None:
-                stop_reason = callbacks.stop_reason
-            elif writer.diverged:
-                stop_reason = "diverged"
-                console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
-                                "gradient; none was applied; stopping (try a lower --lr)", error=True)
-            elif shared.stop.is_set():
-                stop_reason = "max_steps"
-            else:
-                stop_reason = backend.check()
-        phases.mark("stopped")
-        if stop_reason in ("interrupted", "terminated"):
-            console.message("stopping: finishing the current updates and writing the checkpoint "
-                            "(press Ctrl-C again to quit at once)")
-        backend.stop(handle)
+        try:
+            backend.start()
+            phases.mark("processes_started")
+            stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
+            while stop_reason is None:
+                backend.receive(handle, timeout=0.05)
+                writer.maybe_print()
+                if time.monotonic() >= next_checkpoint:
+                    if backend.sync_state():
+                        disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
+                    next_checkpoint = time.monotonic() + config.checkpoint_interval
+                if disk.failed:
+                    stop_reason = "write_failed"
+                elif interrupts.received is not None:
+                    stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+                elif callbacks.stop_reason is not None:
+                    stop_reason = callbacks.stop_reason
+                elif writer.diverged:
+                    stop_reason = "diverged"
+                    console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+                                    "gradient; none was applied; stopping (try a lower --lr)", error=True)
+                elif shared.stop.is_set():
+                    stop_reason = "max_steps"
+                else:
+                    stop_reason = backend.check()
+            phases.mark("stopped")
+            if stop_reason in ("interrupted", "terminated"):
+                console.message("stopping: finishing the current updates and writing the checkpoint "
+                                "(press Ctrl-C again to quit at once)")
+            backend.stop(handle)
+        except BaseException:  # a fault of the trainer itself: no child may outlive it
+            backend.kill()
+            raise
 
     if writer.solved_at is not None:
         stop_reason = "solved"

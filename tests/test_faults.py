@@ -125,3 +125,26 @@ def test_a_full_disk_stops_the_run_with_one_line_keeps_last_pt_and_resume_contin
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] >= saved["env_steps"] + 2000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_a_fault_of_the_trainer_itself_leaves_no_child_behind(tmp_path, monkeypatch, quiet):
+    import multiprocessing
+
+    from a3c.config import Config
+    from a3c.metrics import MetricsWriter
+    from a3c.trainer import train
+
+    def broken(self, message):
+        raise RuntimeError("a bug in the trainer")
+
+    monkeypatch.setattr(MetricsWriter, "handle", broken)
+    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, max_steps=50_000_000,
+                    target_return=None, run_dir=str(tmp_path / "run"))
+    with pytest.raises(RuntimeError, match="a bug in the trainer"):
+        train(config, print_fn=quiet)
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert multiprocessing.active_children() == []  # killed, not left to train on
