@@ -136,7 +136,8 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
 
 
 class Interrupts:
-    """The first SIGINT/SIGTERM asks for a clean stop; a second one kills everything at once.
+    """The first SIGINT/SIGTERM asks for a clean stop; a second one kills everything at once, and so
+    does an exception leaving the block (a fault of the trainer itself: no child may outlive it).
 
     The handler only records the signal: the main loop reacts, so no lock is ever
     taken inside a signal handler.
@@ -154,7 +155,9 @@ class Interrupts:
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is not None:
+            self.kill_children()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
@@ -238,39 +241,35 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, us
             disk.write(writer.handle, message)
 
     with Interrupts(backend.kill) as interrupts:
-        try:
-            backend.start()
-            phases.mark("processes_started")
-            stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
-            while stop_reason is None:
-                backend.receive(handle, timeout=0.05)
-                writer.maybe_print()
-                if time.monotonic() >= next_checkpoint:
-                    if backend.sync_state():
-                        disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
-                    next_checkpoint = time.monotonic() + config.checkpoint_interval
-                if disk.failed:
-                    stop_reason = "write_failed"
-                elif interrupts.received is not None:
-                    stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
-                elif callbacks.stop_reason is not None:
-                    stop_reason = callbacks.stop_reason
-                elif writer.diverged:
-                    stop_reason = "diverged"
-                    console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
-                                    "gradient; none was applied; stopping (try a lower --lr)", error=True)
-                elif shared.stop.is_set():
-                    stop_reason = "max_steps"
-                else:
-                    stop_reason = backend.check()
-            phases.mark("stopped")
-            if stop_reason in ("interrupted", "terminated"):
-                console.message("stopping: finishing the current updates and writing the checkpoint "
-                                "(press Ctrl-C again to quit at once)")
-            backend.stop(handle)
-        except BaseException:  # a fault of the trainer itself: no child may outlive it
-            backend.kill()
-            raise
+        backend.start()
+        phases.mark("processes_started")
+        stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
+        while stop_reason is None:
+            backend.receive(handle, timeout=0.05)
+            writer.maybe_print()
+            if time.monotonic() >= next_checkpoint:
+                if backend.sync_state():
+                    disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
+                next_checkpoint = time.monotonic() + config.checkpoint_interval
+            if disk.failed:
+                stop_reason = "write_failed"
+            elif interrupts.received is not None:
+                stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+            elif callbacks.stop_reason is not None:
+                stop_reason = callbacks.stop_reason
+            elif writer.diverged:
+                stop_reason = "diverged"
+                console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+                                "gradient; none was applied; stopping (try a lower --lr)", error=True)
+            elif shared.stop.is_set():
+                stop_reason = "max_steps"
+            else:
+                stop_reason = backend.check()
+        phases.mark("stopped")
+        if stop_reason in ("interrupted", "terminated"):
+            console.message("stopping: finishing the current updates and writing the checkpoint "
+                            "(press Ctrl-C again to quit at once)")
+        backend.stop(handle)
 
     if writer.solved_at is not None:
         stop_reason = "solved"
