@@ -38,6 +38,10 @@ def read_file(path: str | Path) -> dict:
     return values
 
 
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)  # TOML's true is no 1
+
+
 def coerce(value, kind, key: str, where: str):
     """`value` as the field's type `kind`, or a ConfigError naming the key and what was expected."""
     def refuse(expected: str):
@@ -47,7 +51,7 @@ def coerce(value, kind, key: str, where: str):
     if kind is int:
         return value if isinstance(value, int) and not isinstance(value, bool) else refuse("an integer")
     if kind is float:
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else refuse("a number")
+        return float(value) if is_number(value) else refuse("a number")
     if kind is str:
         return value if isinstance(value, str) else refuse("a string")
     if kind == tuple[int, ...]:
@@ -58,8 +62,7 @@ def coerce(value, kind, key: str, where: str):
     # target_return: a number, "auto", or none ("none", or JSON's null)
     if value is None or value in ("auto", "none"):
         return None if value in (None, "none") else value
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else refuse(
-        'a number, "auto" or "none"')
+    return float(value) if is_number(value) else refuse('a number, "auto" or "none"')
 
 
 def file_options(path: str | Path, config_class) -> dict:

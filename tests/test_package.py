@@ -5,6 +5,7 @@ clean venv, trains from outside the checkout."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import site
 import subprocess
 import sys
@@ -20,13 +21,14 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("build") is None,
                                 reason="building the package needs pip install -r requirements-test.txt")
 
 
+def requirement_name(requirement: str) -> str:
+    """"torch==2.13.0", "tomli>=1.1; python_version < '3.11'", "pytest>=8; extra == 'test'" -> the package."""
+    return re.split(r"[;=<>\[ ]", requirement.strip(), maxsplit=1)[0].lower()
+
+
 def requirement_names(path: Path) -> set[str]:
-    names = set()
-    for line in path.read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            names.add(line.split(";")[0].split("=")[0].split(">")[0].split("<")[0].split("[")[0].strip().lower())
-    return names
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return {requirement_name(line) for line in lines if line}
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +52,10 @@ def wheel_metadata(dist: Path) -> list[str]:
 def test_the_package_depends_on_what_it_runs_and_puts_the_test_tools_in_an_extra(dist):
     assert len(list(dist.glob("a3c-*.tar.gz"))) == 1  # the sdist beside the wheel
     requires = [line.split(":", 1)[1].strip() for line in wheel_metadata(dist) if line.startswith("Requires-Dist:")]
-    runtime = {r.split(";")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower()
-               for r in requires if "extra ==" not in r}
+    runtime = {requirement_name(r) for r in requires if "extra ==" not in r}
     assert runtime == requirement_names(REPO_ROOT / "requirements-runtime.txt")
     assert not runtime & {"pytest", "pytest-timeout", "hypothesis"}
-    test_extra = {r.split(";")[0].split(">")[0].strip().lower() for r in requires if "extra == \"test\"" in r}
+    test_extra = {requirement_name(r) for r in requires if "extra == \"test\"" in r}
     assert {"pytest", "pytest-timeout", "hypothesis"} <= test_extra
 
 
