@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup clean
+.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -17,7 +17,7 @@ train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
 # The extras: requirements-<extra>.txt on top of the base install, e.g. make ray-venv
-EXTRAS := atari box2d ray video minatar docs
+EXTRAS := atari box2d ray video minatar docs tune track
 
 $(EXTRAS:%=%-venv): %-venv: $(VENV)/.%-installed
 
@@ -25,7 +25,7 @@ $(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VEN
 	$(PY) -m pip install --quiet -r $<
 	touch $@
 
-test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv
+test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv tune-venv track-venv
 	$(PY) -m pytest -q
 
 # the documentation site: MkDocs (Material), the CLI and API reference generated from the code
@@ -73,6 +73,15 @@ bench-atari-learn: bench-venv atari-venv
 # best.pt of each preset's runs replayed on 100 new episodes; HOLDOUT_ARGS="--env CartPole-v1 --seeds 3" for a part
 bench-holdout: bench-venv box2d-venv
 	$(PY) benchmarks/holdout.py $(HOLDOUT_ARGS)
+
+# a3c tune from the plain defaults for 30 minutes, then its best.toml against the preset on 5 new seeds;
+# TUNE_ARGS="--env LunarLander-v3 --minutes 90 --max-steps 1000000"
+bench-tune: bench-venv tune-venv box2d-venv
+	$(PY) benchmarks/tune_bench.py $(TUNE_ARGS)
+
+# what --track mlflow and --track wandb add to CartPole runs, seeds 0-4; TRACK_ARGS="--seeds 3 --fixed-steps 0"
+bench-track: bench-venv track-venv
+	$(PY) benchmarks/tracking.py $(TRACK_ARGS)
 
 # the phase timings of CartPole's and Breakout's launches beside `import torch`; STARTUP_ARGS="--baseline /tmp/old"
 bench-startup: bench-venv atari-venv

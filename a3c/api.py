@@ -9,6 +9,7 @@ import os
 from typing import Optional, Sequence
 
 from .config import Config
+from .tracking import prestart
 
 
 def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
@@ -27,6 +28,8 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
         raise TypeError("give a Config for a new run, or resume=RUN_DIR for a saved one, not both")
     if config is not None and changes:
         raise TypeError(f"changes ({', '.join(changes)}) apply to a resumed run; put them in the Config")
+    if config is not None:
+        prestart(config.track)  # its library's import runs beside torch's, if torch is not imported yet
     from .trainer import train as run_training
     return run_training(config, print_fn=print if verbose else silent,
                         resume=None if resume is None else str(resume), overrides=changes, callbacks=callbacks)

@@ -95,6 +95,8 @@ TRAIN_OPTIONS = [
     option("--log-interval", "env steps between rows of metrics.csv", type=int),
     option("--print-interval", "seconds between progress lines", type=float),
     option("--tensorboard/--no-tensorboard", "write TensorBoard event files to RUN_DIR/tb"),
+    option("--track", "log the config, every CSV row and the run's files to MLflow or Weights & Biases "
+           "(pip install -r requirements-track.txt)", type=click.Choice(["none", "mlflow", "wandb"])),
     option("--checkpoint-interval", "seconds between writes of checkpoints/last.pt", type=float),
     option("--max-worker-restarts", "restarts of a dead worker before the run stops", type=int),
     option("--worker-timeout", "seconds a worker or the evaluator may show no progress (a hung env) before it is "
@@ -136,13 +138,15 @@ def cli(ctx, config_file, resume, **settings):
         gc.enable()
         return
     from .phases import process_start_time
-    from .trainer import EXIT_CODES, train
-    gc.enable()  # off since main(); train() freezes what the imports made
+    from .tracking import prestart
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
         with usage_errors():
             config = training_config(settings["env"], given, config_file, resume)
+            prestart(config.track)  # its library's import runs beside torch's, on the other core
+            from .trainer import EXIT_CODES, train
+            gc.enable()  # off since main(); train() freezes what the imports made
             summary = train(config, resume=resume, overrides=given, launched_at=process_start_time()).summary
     except WriteError as error:  # before the run started (config.json, a resume's CSVs): a full disk
         click.echo(f"Error: {error}", err=True)
@@ -222,6 +226,50 @@ def presets():
     """Print the per-environment settings applied when training on these envs."""
     from .presets import format_presets
     click.echo(format_presets())
+
+
+@cli.command()
+@click.option("--env", default=DEFAULTS.env, show_default=True, help="gymnasium id, also 'module:EnvId'")
+@click.option("--trials", default=20, show_default=True, type=click.IntRange(min=1),
+              help="finished trials (complete or pruned) the study holds at the end, counting a resumed study's")
+@click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1),
+              help="training runs a trial makes, seeds 0 to N-1, one after another")
+@click.option("--max-steps", default=None, type=click.IntRange(min=1),
+              help="env steps of each run: the budget the learning area is measured over (default: the preset's)")
+@click.option("--space", "space_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="a TOML file of search-space entries on top of the default space (see the tuning guide)")
+@click.option("--preset/--no-preset", default=True, show_default=True,
+              help="trials start from the env's preset; --no-preset: from the plain defaults")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+              help="trials side by side, each in its own process with a share of the cores")
+@click.option("--num-processes", default=None, type=click.IntRange(min=1),
+              help="worker processes of each run (default: CPU cores / jobs)")
+@click.option("--pruner", default="median", show_default=True, type=click.Choice(["median", "none"]),
+              help="median: stop a trial whose partial learning area is below the median of earlier trials")
+@click.option("--prune-startup", default=3, show_default=True, type=click.IntRange(min=0),
+              help="trials that finish before the pruner stops any")
+@click.option("--storage", default=None, help="Optuna storage URL, like sqlite:///study.db: resume a study, or "
+              "join it from several machines (default: sqlite in --out)")
+@click.option("--study-name", default=None, help="the study's name in its storage (default: a3c-<env>)")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="the sampler's seed")
+@click.option("--out", default=None, help="output folder (default: tunes/<env>-<timestamp>)")
+def tune(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes, pruner, prune_startup, storage,
+         study_name, seed, out):
+    """Search hyperparameters with Optuna: each trial trains --seeds runs of sampled settings; writes
+    trials.csv, best.toml (for --config) and plots into --out."""
+    from .tune_setup import study_settings
+    with usage_errors():
+        study = study_settings(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes, pruner,
+                               prune_startup, storage, study_name, seed, out)
+        from .tune import tune as run_study
+        click.echo(f"tuning {env}: {trials} trials of {seeds} seeds x {study.max_steps:,} env steps, "
+                   f"{jobs} job(s) x {study.num_processes} processes; study {study.study_name!r} in {study.storage}")
+        written, interrupted = run_study(study)
+    click.echo(f"wrote {written['trials']}" + "".join(f", {path}" for path in written["plots"]))
+    if written["best"] is not None:
+        best = written["best_trial"]
+        click.echo(f"best: trial {best.number}, objective {best.value:.2f}; train with it: a3c --config {written['best']}")
+    exit_now(130 if interrupted else 0)
 
 
 def main() -> None:

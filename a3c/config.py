@@ -72,6 +72,7 @@ class Config:
     log_interval: int = 20_000
     print_interval: float = 2.0
     tensorboard: bool = True
+    track: str = "none"  # mlflow or wandb: the run logged to a tracker as it goes (a3c/tracking.py)
     # robustness
     checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
     max_worker_restarts: int = 3
@@ -139,6 +140,7 @@ class Config:
              "0 without the evaluator (--eval-episodes 0): the evaluator films"),
             ("log_interval", self.log_interval >= 1, ">= 1"),
             ("print_interval", self.print_interval > 0, "> 0"),
+            ("track", self.track in ("none", "mlflow", "wandb"), "one of none, mlflow, wandb"),
             ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),
             ("max_worker_restarts", self.max_worker_restarts >= 0, ">= 0"),
             ("worker_timeout", self.worker_timeout >= 0, ">= 0 (0: no watchdog)"),

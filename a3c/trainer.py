@@ -32,6 +32,7 @@ from .optim import SharedOptimizer
 from .phases import Phases, format_phases
 from .processes import Heartbeats, Shared, shared_model, start_method, worker_turns
 from .run_lock import RunLock
+from .tracking import Tracker, require_tracker
 
 EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
               "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1,
@@ -80,6 +81,7 @@ def new_run(config: Config) -> RunSetup:
     warnings = check_machine(config, spec, Path(config.run_dir))  # before the network is built: it may not fit
     model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
     check_video(config)
+    require_tracker(config.track)
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
     return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster,
@@ -123,6 +125,7 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     warnings = check_machine(config, spec, run_dir)
     model, optimizer = shared_model(config, spec)
     check_video(config)
+    require_tracker(config.track)
     try:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
@@ -220,7 +223,8 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, us
     shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
                     ctx.Event(), worker_turns(ctx, config), Heartbeats(ctx, config.num_processes))
     console = Console(print_fn)
-    callbacks = Callbacks(user_callbacks, console)
+    tracking = [Tracker(config.track, console, EXIT_CODES)] if config.track != "none" else []
+    callbacks = Callbacks([*user_callbacks, *tracking], console)  # the tracker last: its on_end waits for its process
     callbacks.call("on_start", config, run_dir)
     writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
                            lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,

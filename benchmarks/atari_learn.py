@@ -3,10 +3,11 @@
 Each seed runs `python main.py --env ALE/Breakout-v5 --num-processes 8 --eval-episodes 0 --seed S` for
 --minutes from launch, then a SIGINT (the trainer stops cleanly). No evaluator: its greedy whole games
 cost the workers' cores (a greedy policy that never presses FIRE plays all 108,000 frames). The measure
-is metrics.csv's mean return of the last 100 training episodes, each one life (a lost life ends a
-training episode), in rows every 100k env steps: random play scores about 0.27 a life. Reported per
-seed: that return at the first row at or past 100k env steps (still random play), at 400k, and the last
-row within the budget; median and range over seeds. `--from-runs DIR ...` summarises runs already made.
+is metrics.csv's mean return of the training episodes that ended since the row before, each one life
+(a lost life ends a training episode), in rows every 100k env steps: random play scores about 0.27 a
+life. Reported per seed: that return at the first row at or past 100k env steps (still random play),
+at 400k, and the last full row within the budget; median and range over seeds. `--core lstm none`
+runs both networks, interleaved by seed. `--from-runs DIR ...` summarises runs already made.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from common import environment, print_table, run_timed, save_results, trainer_co
 ENV = "ALE/Breakout-v5"
 PROCESSES = 8
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
+ROW_STEPS = 100_000  # the Atari preset's log interval
 
 
-def run_seed(seed: int, minutes: float, run_dir: Path) -> None:
+def run_seed(seed: int, minutes: float, run_dir: Path, core: str | None) -> None:
+    options = {"core": core} if core else {}
     command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed,
-                              print_interval=60)
+                              print_interval=60, **options)
     run_timed(command, timeout=60 * minutes)
 
 
@@ -39,7 +42,9 @@ def curve(run_dir: Path, minutes: float) -> list[dict]:
         rows = [{"env_steps": int(row["env_steps"]), "seconds": float(row["wall_seconds"]),
                  "return": float(row["mean_return"]), "entropy": float(row["entropy"])}
                 for row in csv.DictReader(file)]
-    return [row for row in rows if row["seconds"] <= 60 * minutes]
+    rows = [row for row in rows if row["seconds"] <= 60 * minutes]
+    # the row the stop writes covers the few episodes since the last one: too few to compare
+    return rows[:-1] if len(rows) > 1 and rows[-1]["env_steps"] - rows[-2]["env_steps"] < ROW_STEPS // 2 else rows
 
 
 def at_steps(rows: list[dict], steps: int) -> dict | None:
@@ -50,7 +55,7 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
-def plot(runs: dict[int, list[dict]]):
+def plot(runs: dict[int, list[dict]], core: str | None):
     figure, axes = plt.subplots(1, 2, figsize=(12, 4))
     for seed, rows in runs.items():
         steps = [row["env_steps"] for row in rows]
@@ -58,13 +63,14 @@ def plot(runs: dict[int, list[dict]]):
         axes[1].plot(steps, [row["entropy"] for row in rows], label=f"seed {seed}")
     axes[0].axhline(statistics.median(at_steps(rows, MARKS[0])["return"] for rows in runs.values()), color="grey",
                     linestyle=":", label="median at 100k (random play)")
-    axes[0].set_ylabel("mean return of the last 100 training episodes (one life each)")
+    axes[0].set_ylabel("mean return of the training episodes of each 100k env steps (one life each)")
     axes[1].set_ylabel("policy entropy (ln 4 = 1.386: uniform)")
     for axis in axes:
         axis.set_xlabel("env steps")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(f"{ENV}, the Atari preset, {PROCESSES} processes on 2 cores")
+    network = f", --core {core}" if core else ""
+    figure.suptitle(f"{ENV}, the Atari preset{network}, {PROCESSES} processes on 2 cores")
     figure.tight_layout()
     return figure
 
@@ -73,28 +79,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget of one run, from launch")
+    parser.add_argument("--core", nargs="+", choices=("lstm", "none"), default=[None],
+                        help="the network's core (default: the preset's); two: side by side, interleaved by seed")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--runs-dir", type=Path, help="keep the run dirs here (default: a temporary folder)")
     parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
     args = parser.parse_args()
     info = environment()
-    runs: dict[int, list[dict]] = {}
+    runs: dict[str | None, dict[int, list[dict]]] = {} if args.from_runs else {core: {} for core in args.core}
     if args.from_runs:
         for run_dir in args.from_runs:
-            runs[json.loads((run_dir / "config.json").read_text())["seed"]] = curve(run_dir, args.minutes)
+            config = json.loads((run_dir / "config.json").read_text())
+            runs.setdefault(config["core"], {})[config["seed"]] = curve(run_dir, args.minutes)
     else:
-        for seed in range(args.seeds):
-            with tempfile.TemporaryDirectory() as tmp:
-                run_seed(seed, args.minutes, Path(tmp) / "run")
-                runs[seed] = curve(Path(tmp) / "run", args.minutes)
+        with tempfile.TemporaryDirectory() as tmp:
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                for core in args.core:
+                    run_dir = (args.runs_dir or Path(tmp)) / f"{core or 'preset'}-seed{seed}"
+                    run_seed(seed, args.minutes, run_dir, core)
+                    runs[core][seed] = curve(run_dir, args.minutes)
+    for core, core_runs in runs.items():
+        report(core_runs, core, args.minutes, info)
+
+
+def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: dict) -> None:
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
-    print(f"\n{ENV}, {args.minutes:g} minutes a run from launch; {info['cores']} cores; mean return a life of the "
-          "last 100 training episodes (random play: about 0.27)")
+    network = f", --core {core}" if core else ", the preset's network"
+    print(f"\n{ENV}{network}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a life of the "
+          "training episodes of each row (random play: about 0.27)")
     print_table(["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
                 [[seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
                  for seed, rows in marks.items()])
     for n, name in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
         print(f"{name}: median (range) {spread(values)} over {len(values)} seeds")
-    save_results("atari_learn", {**info, "env": ENV, "minutes": args.minutes, "runs": runs}, plot(runs))
+    name = f"atari_learn-{core}" if core else "atari_learn"
+    save_results(name, {**info, "env": ENV, "core": core, "minutes": minutes, "runs": runs}, plot(runs, core))
 
 
 if __name__ == "__main__":

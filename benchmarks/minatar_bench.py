@@ -31,17 +31,17 @@ FINAL_SEED = 20_000  # the final episodes' seeds: none of training's or the eval
 EVAL_INTERVAL = 30.0  # seconds between the greedy evaluations of a curve, for both
 
 
-def ours(game: str, seed: int, seconds: float, options: list[str]) -> dict:
+def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = REPO) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=f"MinAtar/{game}-v1", num_processes=8, seed=seed,
+        command = trainer_command(run_dir, repo, env=f"MinAtar/{game}-v1", num_processes=8, seed=seed,
                                   eval_interval=EVAL_INTERVAL, eval_episodes=5) + ["--no-tensorboard"] + options
         run_timed(command, timeout=seconds)
         summary = read_summary(run_dir)
         with open(run_dir / "eval.csv") as file:
             curve = [(int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
                      for row in csv.DictReader(file)]
-        _, output, _ = run_timed([PYTHON, str(REPO / "main.py"), "evaluate", "--checkpoint",
+        _, output, _ = run_timed([PYTHON, str(repo / "main.py"), "evaluate", "--checkpoint",
                                   str(run_dir / "checkpoints" / "last.pt"), "--episodes", str(FINAL_EPISODES),
                                   "--seed", str(FINAL_SEED)], timeout=600)
     final = float(re.search(r"mean return (-?[\d.]+)", output).group(1))
@@ -92,18 +92,24 @@ def main() -> None:
     parser.add_argument("--setting", action="append", default=[],
                         help='"name:options" for ours instead of the preset alone (repeatable)')
     parser.add_argument("--no-sb3", action="store_true", help="ours only (a sweep of settings)")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also another checkout's preset (git worktree add /tmp/old <commit>), side by side")
     parser.add_argument("--out", default="minatar", help="results file name under benchmarks/results")
     args = parser.parse_args()
     games = args.game or ["Breakout", "SpaceInvaders"]
-    settings = dict(setting.split(":", 1) for setting in args.setting) or {"ours (preset)": ""}
+    settings = {name: (shlex.split(options), REPO) for name, options in
+                (dict(setting.split(":", 1) for setting in args.setting) or {"ours (preset)": ""}).items()}
+    if args.baseline:
+        settings |= {f"{name}, {args.baseline}": (options, args.baseline.resolve())
+                     for name, (options, _) in settings.items()}
     seconds = 60 * args.minutes
     info = environment()
     results: dict = {}
     for game in games:
         results[game] = {name: [] for name in settings} | ({} if args.no_sb3 else {"SB3 PPO": []})
         for seed in range(args.seeds):
-            for name, options in settings.items():
-                results[game][name].append(ours(game, seed, seconds, shlex.split(options)))
+            for name, (options, repo) in settings.items():
+                results[game][name].append(ours(game, seed, seconds, options, repo))
             if not args.no_sb3:
                 results[game]["SB3 PPO"].append(sb3(game, seed, seconds))
     print(f"\nMinAtar, {args.minutes:g} minutes a run, seeds 0-{args.seeds - 1}; {info['cores']} cores, load average at "
@@ -112,7 +118,8 @@ def main() -> None:
     print_table(["game", "contender", "final return", "env steps"],
                 [[game, name, spread(runs, "final_return", ".2f"), spread(runs, "env_steps", ",.0f")]
                  for game, contenders in results.items() for name, runs in contenders.items()])
-    save_results(args.out, {**info, "minutes": args.minutes, "seeds": args.seeds, "settings": settings,
+    recorded = {name: {"options": shlex.join(options), "checkout": str(repo)} for name, (options, repo) in settings.items()}
+    save_results(args.out, {**info, "minutes": args.minutes, "seeds": args.seeds, "settings": recorded,
                             "results": results}, plot(results))
 
 

@@ -38,6 +38,14 @@ def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subproc
                           text=True, timeout=timeout)
 
 
+def run_cli_without(module: str, *args: str) -> subprocess.CompletedProcess:
+    """python main.py ARGS with `import module` failing, whether it is installed or not."""
+    code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = ['main.py', *sys.argv[1:]]; "
+            "runpy.run_path('main.py', run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=50)
+
+
 def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
     env = env or dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -15,7 +13,7 @@ from a3c.config import Config
 from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 from a3c.phases import format_phases
 
-from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
+from .conftest import assert_one_line_usage_error, run_cli, run_cli_without
 
 pytestmark = pytest.mark.slow  # every test here runs python main.py in a subprocess
 
@@ -138,11 +136,7 @@ def test_bad_option_value_is_a_usage_error(args, option, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_backend_ray_without_ray_installed_is_a_usage_error(tmp_path):
-    hide_ray = ("import runpy, sys; sys.modules['ray'] = None; "  # `import ray` now fails, installed or not
-                "sys.argv = ['main.py', '--backend', 'ray', '--max-steps', '100', '--run-dir', sys.argv[1]]; "
-                "runpy.run_path('main.py', run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", hide_ray, str(tmp_path / "run")], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=50)
+    result = run_cli_without("ray", "--backend", "ray", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, "--backend ray", "pip install -r requirements-ray.txt")
     assert not (tmp_path / "run").exists()
 
