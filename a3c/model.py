@@ -97,7 +97,7 @@ def preserve_signal(layers: nn.Module) -> None:
     PyTorch's default init each layer shrank its input about 3x and the uniform biases outweighed the
     mostly-black frames: on Breakout the encoder's output had an rms of 0.02 of which 0.0014 varied with
     the frame, and with the LSTM on top the policy stayed at random play for 600k env steps while the
-    gates drifted into saturation (docs/design/choices.md, "The LSTM's scale")."""
+    gates drifted into saturation (docs/design/choices.md, "The frames encoder's init")."""
     for layer in layers.modules():
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             nn.init.orthogonal_(layer.weight, gain=math.sqrt(2.0))

@@ -113,10 +113,14 @@ class Study:
         return dict(preset_for(self.env)) if self.use_preset else {}
 
     def trial_config(self, settings: dict, seed: int, run_dir: Path) -> Config:
-        cores = max(1, (os.cpu_count() or 1) // self.jobs)  # the jobs split the cores
         return Config(**{**self.base, **settings, "env": self.env, "seed": seed, "run_dir": str(run_dir),
                          "max_steps": self.max_steps, "num_processes": self.num_processes,
-                         "active_workers": min(cores, self.num_processes)})
+                         "active_workers": min(cores_per_job(self.jobs), self.num_processes)})
+
+
+def cores_per_job(jobs: int) -> int:
+    """The jobs split the cores: a run's default processes, and at most its active workers."""
+    return max(1, (os.cpu_count() or 1) // jobs)
 
 
 class Interrupted(Exception):
@@ -182,13 +186,19 @@ def run_trials(study: Study, job: int) -> bool:
     return False
 
 
+def solved_seeds(trial) -> Optional[int]:
+    """How many of a complete trial's runs solved; None for a trial that did not complete."""
+    solved = trial.user_attrs.get("solved_env_steps")
+    return None if solved is None else sum(steps is not None for steps in solved)
+
+
 def describe_trial(trial) -> str:
     """One line of a finished trial: its state, objective (a pruned one: its last partial), env steps, seconds."""
     attrs = trial.user_attrs
     name = "objective" if trial.state.name == "COMPLETE" else "last partial"
     value = "" if trial.value is None else f", {name} {trial.value:.2f}"
-    solved = attrs.get("solved_env_steps")
-    solves = "" if solved is None else f", solved {sum(s is not None for s in solved)}/{len(solved)} seeds"
+    solved = solved_seeds(trial)
+    solves = "" if solved is None else f", solved {solved}/{len(attrs['solved_env_steps'])} seeds"
     return (f"trial {trial.number}: {trial.state.name.lower()}{value}{solves}, {attrs.get('env_steps', 0):,} env steps, "
             f"{attrs.get('seconds', 0):.1f} s")
 

@@ -9,16 +9,17 @@ from pathlib import Path
 from .config import Config
 from .presets import preset_for
 from .search_space import load_space, suggest
+from .tune import solved_seeds
 
 TRIAL_COLUMNS = ["number", "state", "objective", "env_steps", "seconds", "solved_seeds"]
 
 
 def trial_row(trial, space: dict) -> dict:
-    solved = trial.user_attrs.get("solved_env_steps")
+    solved = solved_seeds(trial)
     return {"number": trial.number, "state": trial.state.name.lower(),
             "objective": "" if trial.value is None else round(trial.value, 6),
             "env_steps": trial.user_attrs.get("env_steps", ""), "seconds": trial.user_attrs.get("seconds", ""),
-            "solved_seeds": "" if solved is None else sum(s is not None for s in solved),
+            "solved_seeds": "" if solved is None else solved,
             **{name: trial.params.get(name, "") for name in space}}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -24,7 +23,7 @@ def study_settings(env: str, trials: int, seeds: int, max_steps: Optional[int], 
                    use_preset: bool, jobs: int, num_processes: Optional[int], pruner: str, prune_startup: int,
                    storage: Optional[str], study_name: Optional[str], seed: int, out: Optional[str]):
     from .envs import env_spec
-    from .tune import Study, make_study
+    from .tune import Study, cores_per_job, make_study
     require_optuna()
     env_spec(env)  # an env that cannot be made is refused now, not in every trial
     load_space(space_file)
@@ -33,7 +32,7 @@ def study_settings(env: str, trials: int, seeds: int, max_steps: Optional[int], 
     study = Study(env=env, trials=trials, seeds=seeds, max_steps=max_steps or base.get("max_steps", Config.max_steps),
                   out=out, storage=storage or f"sqlite:///{Path(out).resolve() / 'study.db'}",
                   study_name=study_name or f"a3c-{env}", space_file=space_file, use_preset=use_preset, jobs=jobs,
-                  num_processes=num_processes or max(1, (os.cpu_count() or 1) // jobs), pruner=pruner,
+                  num_processes=num_processes or cores_per_job(jobs), pruner=pruner,
                   prune_startup=prune_startup, seed=seed)
     if Path(out).exists() and not Path(out).is_dir():
         raise ConfigError(f"--out {out} is a file")
