@@ -95,8 +95,8 @@ def alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
-def metrics_rows(run_dir: Path) -> list[dict]:
-    with open(run_dir / "metrics.csv", newline="") as file:
+def metrics_rows(run_dir: Path, name: str = "metrics.csv") -> list[dict]:
+    with open(run_dir / name, newline="") as file:
         return list(csv.DictReader(file))
 
 

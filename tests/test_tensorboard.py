@@ -66,14 +66,18 @@ def test_tensorboard_reads_back_the_rows_a_metrics_writer_writes(tmp_path):
 @pytest.mark.timeout(120)
 def test_tensorboard_reads_back_the_rows_of_a_run(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli(*SHORT_RUN, "--max-steps", "4000", "--run-dir", str(run_dir), timeout=100)
+    # long enough for the evaluator to finish evaluations on a loaded 2-core machine: it waits an interval first
+    result = run_cli(*SHORT_RUN, "--max-steps", "20000", "--eval-interval", "0.1", "--run-dir", str(run_dir),
+                     timeout=100)
     assert result.returncode == 0, result.stderr
     scalars = read_scalars(run_dir / "tb")
     rows = metrics_rows(run_dir)
     assert [step for step, _ in scalars["train/entropy"]] == [int(row["env_steps"]) for row in rows]
     for (_, value), row in zip(scalars["train/entropy"], rows):
         assert math.isclose(value, float(row["entropy"]), rel_tol=1e-5)  # float32 against 6 decimals
-    assert "eval/mean_return" in scalars
+    evaluations = [row for row in metrics_rows(run_dir, "eval.csv") if row["confirmation"] == "0"]
+    assert evaluations
+    assert [step for step, _ in scalars["eval/mean_return"]] == [int(row["env_steps"]) for row in evaluations]
 
 
 def test_a_tensorboard_write_on_a_full_disk_raises_a_write_error_naming_its_file_in_the_caller_s_thread(
