@@ -13,7 +13,7 @@ from .config import Config
 from .errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 4  # the format this a3c writes
+VERSION = 3  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -31,13 +31,7 @@ def upgrade_from_2(payload: dict) -> dict:
     return {**payload, "config": {"center_values": "off", **payload["config"]}, "version": 3}
 
 
-def upgrade_from_3(payload: dict) -> dict:
-    """Format 3 (a3c 0.7 to 0.9): the heads read the LSTM's output alone; format 4's config says whether they
-    read the encoder's features beside it (`lstm_skip`, on from a3c 0.10)."""
-    return {**payload, "config": {"lstm_skip": False, **payload["config"]}, "version": 4}
-
-
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3}  # format N -> format N + 1
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2}  # format N -> format N + 1
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

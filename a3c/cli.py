@@ -61,7 +61,6 @@ TRAIN_OPTIONS = [
     option("--hidden-sizes", "widths of the encoder's layers, comma-separated; the LSTM is as wide as the last",
            type=Widths()),
     option("--core", "lstm, or none: a feed-forward network", type=click.Choice(["lstm", "none"])),
-    option("--lstm-skip/--no-lstm-skip", "the heads read the encoder's features beside the LSTM's output"),
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option("--model", "module:function returning your own torch network (see README) instead of the stock one"),

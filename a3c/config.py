@@ -27,9 +27,6 @@ class Config:
     # model
     hidden_sizes: tuple[int, ...] = (64,)  # the encoder's layers; the LSTM is as wide as the last
     core: str = "lstm"  # lstm, or none: a feed-forward network
-    # the heads read the encoder's features beside the LSTM's output: Acrobot, 10 seeds, a median 62k env
-    # steps to solve against 133k through the LSTM alone (docs/design/choices.md, "The LSTM's skip")
-    lstm_skip: bool = True
     noise: bool = True
     sigma_init: float = 0.017
     model: str = ""  # module:function building the user's own torch network instead of the stock one
@@ -196,7 +193,7 @@ class Config:
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
-STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "lstm_skip", "noise", "model", "optimizer", "normalize_obs",
+STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs",
                      "center_values")
 
 

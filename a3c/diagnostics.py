@@ -33,7 +33,7 @@ def network_diagnostics(model: ActorCritic, observations: torch.Tensor, restarts
     - gate_saturation: the share of LSTM gate pre-activations beyond +-GATE_SATURATION;
     - cell_abs_mean: the mean |c| of the LSTM's cell;
     - hidden_saturation: the share of |h| above HIDDEN_SATURATION;
-    - feature_rms: the root mean square of what the heads read (the LSTM's h, the encoder's output, or both);
+    - feature_rms: the root mean square of what the heads read (the LSTM's h, or the encoder's output);
     - logit_spread: the std over the batch of the mean-weight policy head, averaged over its outputs;
     - logit_noise_ratio: the std of that head over NoisyNet draws, averaged, divided by logit_spread.
     The LSTM's three are NaN for a feed-forward network, the noise ratio NaN without NoisyNet heads.
@@ -45,8 +45,6 @@ def network_diagnostics(model: ActorCritic, observations: torch.Tensor, restarts
         features, lstm = encoded, {name: math.nan for name in COLUMNS[:3]}
     else:
         features, lstm = unrolled_lstm(model.lstm, encoded, restarts)
-        if model.lstm_skip:
-            features = torch.cat([features, encoded], dim=-1)
     return {**lstm, "feature_rms": features.pow(2).mean().sqrt().item(),
             **logit_noise(model.policy, features.reshape(steps * batch, -1), generator)}
 

@@ -187,15 +187,14 @@ class ActorCritic(Network):
     """The stock network: observation -> encoder -> LSTM (or nothing) -> policy head and state value.
 
     The encoder is an MLP of `hidden_sizes` for a flat observation, a convnet and that
-    MLP for stacked frames; the LSTM's width is the encoder's last. With `lstm_skip` the
-    heads read the encoder's features beside the LSTM's output, [h, features]. The heads are
+    MLP for stacked frames; the LSTM's width is the encoder's last. The heads are
     NoisyNet layers (`noisy`) or plain linear ones. The numpy fast path
     (a3c/policies/numpy_policy.py) runs every shape of this network.
     """
 
     def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
                  core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False, center_values: bool = False, lstm_skip: bool = True):
+                 normalize_obs: bool = False, center_values: bool = False):
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
         super().__init__(obs_shape, num_actions, continuous, normalize_obs, center_values)
         self.hidden_size = hidden_sizes[-1]
@@ -204,10 +203,8 @@ class ActorCritic(Network):
         if self.lstm is not None:
             self.lstm.bias_ih_l0.data.zero_()
             self.lstm.bias_hh_l0.data.zero_()
-        self.lstm_skip = lstm_skip and self.lstm is not None
-        self.features_size = self.hidden_size * (2 if self.lstm_skip else 1)
-        head = (lambda n: NoisyLinear(self.features_size, n, sigma_init)) if noisy else \
-            (lambda n: nn.Linear(self.features_size, n))
+        head = (lambda n: NoisyLinear(self.hidden_size, n, sigma_init)) if noisy else \
+            (lambda n: nn.Linear(self.hidden_size, n))
         self.policy, self.value = head(num_actions), head(1)
 
     def initial_state(self, batch_size: int) -> State:
@@ -224,7 +221,7 @@ class ActorCritic(Network):
         lstm = self.lstm
         hidden, cell = torch.lstm_cell(features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
                                        lstm.bias_hh_l0)
-        return (torch.cat([hidden, features], dim=-1) if self.lstm_skip else hidden), (hidden, cell)
+        return hidden, (hidden, cell)
 
     def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy head and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
@@ -241,5 +238,4 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         from .user_model import user_network  # imports the user's module: only when asked for
         return user_network(config.model, spec, config.normalize_obs, centers_values(config))
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
-                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config),
-                       config.lstm_skip)
+                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config))

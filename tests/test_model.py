@@ -144,30 +144,15 @@ def test_heads_over_a_stacked_rollout_equal_the_per_step_forward():
     model = ActorCritic(4, 3, (16,), noisy=True)
     model.resample_noise()
     state = model.initial_state(2)
-    per_step, features = [], []
+    per_step, hiddens = [], []
     for obs in torch.randn(5, 2, 4):  # T = 5 steps of B = 2 environments
-        logits, value, _ = model(obs, state)
+        logits, value, state = model(obs, state)
         per_step.append((logits, value))
-        step_features, state = model.core(obs, state)
-        features.append(step_features)
-    logits, values = model.heads(torch.stack(features))
+        hiddens.append(state[0])
+    logits, values = model.heads(torch.stack(hiddens))
     assert logits.shape == (5, 2, 3) and values.shape == (5, 2)
     assert_close(logits, torch.stack([lg for lg, _ in per_step]))
     assert_close(values, torch.stack([v for _, v in per_step]))
-
-
-def test_with_the_skip_the_heads_read_the_encoder_s_features_beside_the_lstm_s_output():
-    torch.manual_seed(0)
-    model = ActorCritic(4, 3, (16,), noisy=False)
-    obs, state = torch.randn(2, 4), model.initial_state(2)
-    features, (hidden, _) = model.core(obs, state)
-    assert_close(features, torch.cat([hidden, model.encoder(obs)], dim=-1))
-    with torch.no_grad():
-        model.lstm.weight_ih_l0.zero_()  # h is now 0 whatever the observation: the policy reads the encoder alone
-    logits, _, _ = model(obs, state)
-    assert not torch.allclose(logits[0], logits[1])
-    without = ActorCritic(4, 3, (16,), noisy=False, lstm_skip=False)
-    assert without.policy.in_features == 16 and model.policy.in_features == 32
 
 
 def breakout_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:

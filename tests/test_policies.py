@@ -17,13 +17,11 @@ SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
     "lstm": ((4,), {}),
     "lstm-no-noise": ((4,), {"noisy": False}),
     "lstm-deep": ((4,), {"hidden_sizes": (12, 16)}),
-    "lstm-no-skip": ((4,), {"lstm_skip": False}),
     "no-core": ((4,), {"core": "none"}),
     "no-core-deep-no-noise": ((4,), {"core": "none", "hidden_sizes": (16, 8, 16), "noisy": False}),
     "continuous": ((4,), {"continuous": True, "hidden_sizes": (16, 16)}),
     "continuous-no-core": ((4,), {"continuous": True, "core": "none"}),
     "frames-lstm": ((2, 36, 36), {}),
-    "frames-lstm-no-skip": ((2, 36, 36), {"lstm_skip": False}),
     "frames-no-core": ((2, 36, 36), {"core": "none"}),
     "frames-deep-mlp": ((2, 36, 36), {"core": "none", "hidden_sizes": (16, 8)}),
     "small-frames": ((3, 10, 10), {"core": "none"}),  # MinAtar's: one convolution

@@ -132,8 +132,6 @@ class NumpyPolicy(Policy):
         activations = self.encode(self.normalize(obs))
         trace = None if self.model.lstm is None else self.lstm_step(activations[-1], state)
         features = activations[-1] if trace is None else trace.hidden
-        if self.model.lstm_skip:
-            features = np.concatenate([trace.hidden, activations[-1]], axis=-1)
         if record:
             self.steps.append(Step(activations, state, trace, features))
         out = features @ self.heads_weight_t + self.heads_bias
@@ -153,10 +151,7 @@ class NumpyPolicy(Policy):
         d_features, d_heads_weight, d_heads_bias = linear_backward(features, d_out, self.heads_weight)
         write_layer_grads(model.policy, d_heads_weight[:actions], d_heads_bias[:actions])
         write_layer_grads(model.value, d_heads_weight[actions:], d_heads_bias[actions:])
-        if model.lstm_skip:  # features = [h, encoded]: the encoder's gradient is its own part plus the LSTM's
-            size = model.hidden_size
-            d_features = self.lstm_backward(d_features[..., :size], ~restarted) + d_features[..., size:]
-        elif model.lstm is not None:
+        if model.lstm is not None:
             d_features = self.lstm_backward(d_features, ~restarted)
         self.encoder_backward(d_features)
         self.write_log_std_grad(d_log_std)
