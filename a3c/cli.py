@@ -9,6 +9,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: more thread
 
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -207,6 +208,28 @@ def evaluate(checkpoint, episodes, env_id, seed, video):
                f"over {episodes} episodes")
     if video is not None:
         click.echo(f"wrote {video} ({frames} frames)")
+
+
+@cli.command()
+@click.option("--checkpoint", required=True, type=click.Path(dir_okay=False), help="a .pt file of a run")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="the .onnx file to write")
+def export(checkpoint, out):
+    """Write a checkpoint's network as an ONNX file, for ONNX Runtime (pip install -r requirements-export.txt):
+    raw observations (and the LSTM's h, c) in; the env's action, the value, the distribution's
+    parameters (and h_out, c_out) out."""
+    from .agent import model_from_checkpoint
+    from .checkpoint import load_checkpoint
+    from .export import export_onnx, require_onnx
+    with usage_errors():
+        require_onnx()
+        if not out.endswith(".onnx"):
+            raise ConfigError(f"--out {out}: the file must end in .onnx")
+        if not Path(out).resolve().parent.is_dir():
+            raise ConfigError(f"--out {out}: no folder {Path(out).resolve().parent}")
+        model, config, spec = model_from_checkpoint(load_checkpoint(checkpoint))
+        metadata = export_onnx(model, spec, config, out)
+    click.echo(f"wrote {out}: {metadata['env']}, opset {metadata['opset']}, inputs obs"
+               + (", h, c" if metadata["recurrent"] == "true" else ""))
 
 
 @cli.command()

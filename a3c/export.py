@@ -1,0 +1,91 @@
+"""a3c export: a checkpoint's network as an ONNX file that ONNX Runtime runs without torch or this package.
+
+The graph takes the raw observation batch `obs` (the observation normalisation is inside) and, for
+the stock LSTM, its state `h` and `c`; it returns `action`, the greedy action ready for the env (a
+Discrete action offset by the space's start, a Box action squashed into its bounds), `value`, the
+state value in the env's return units, the action distribution's parameters (`logits`, or `mean`
+and `log_std`), and the next state `h_out`, `c_out`. The batch size is dynamic. The file's metadata
+names the env, its spaces, the opset and the a3c version that wrote it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__
+from .config import Config
+from .envs import EnvSpec
+from .errors import ConfigError
+from .model import Network
+
+OPSET = 17  # ONNX Runtime 1.x runs it; opsets 18 and up add nothing this graph uses
+STATE_INPUTS, STATE_OUTPUTS = ("h", "c"), ("h_out", "c_out")
+
+
+def require_onnx():
+    """onnx itself (the exporter writes through it), or one line saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise ConfigError("a3c export needs onnx: pip install -r requirements-export.txt") from None
+    return onnx
+
+
+class ExportedPolicy(nn.Module):
+    """The network in eval mode (NoisyNet's mean weights), between the env's raw observations and its actions."""
+
+    def __init__(self, model: Network, spec: EnvSpec, config: Config):
+        super().__init__()
+        self.model, self.spec = model.eval(), spec
+        # the value head learns scaled returns, less the running mean of the targets with centred values
+        offset = 0.0 if model.value_stats is None else model.value_stats.mean.item()
+        self.value_offset, self.value_scale = offset, 1.0 / config.reward_scale
+        if spec.continuous:
+            low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
+            self.register_buffer("center", (high + low) / 2)
+            self.register_buffer("half_range", (high - low) / 2)
+
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        model = self.model
+        head, value, next_state = model(model.normalize(obs), tuple(state))
+        value = (value + self.value_offset) * self.value_scale
+        if self.spec.continuous:
+            mean = self.center + self.half_range * torch.tanh(head)
+            log_std = model.log_std.expand_as(mean)
+            return (mean, value, mean, log_std, *next_state)
+        action = head.argmax(dim=-1) + self.spec.action_start
+        return (action, value, head, *next_state)
+
+
+def output_names(spec: EnvSpec, recurrent: bool) -> list[str]:
+    parameters = ["mean", "log_std"] if spec.continuous else ["logits"]
+    return ["action", "value", *parameters, *(STATE_OUTPUTS if recurrent else ())]
+
+
+def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path) -> dict[str, str]:
+    """Writes the ONNX file of `model` for `spec`'s env; returns the metadata it carries."""
+    onnx = require_onnx()
+    policy = ExportedPolicy(model, spec, config)
+    state = model.initial_state(1)
+    if len(state) not in (0, 2):
+        raise ConfigError(f"a3c export covers the stock network and feed-forward modules, not a state of "
+                          f"{len(state)} tensors")
+    recurrent = len(state) == 2
+    inputs = ["obs", *(STATE_INPUTS if recurrent else ())]
+    outputs = output_names(spec, recurrent)
+    example = (torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)), *state)
+    with torch.no_grad():
+        torch.onnx.export(policy, example, str(path), input_names=inputs, output_names=outputs,
+                          dynamic_axes={name: {0: "batch"} for name in inputs + outputs}, opset_version=OPSET,
+                          dynamo=False)
+    metadata = {"a3c_version": __version__, "env": config.env, "opset": str(OPSET),
+                "observation_space": str(spec.observation_space), "action_space": str(spec.action_space),
+                "recurrent": str(recurrent).lower()}
+    graph = onnx.load(str(path))
+    onnx.helper.set_model_props(graph, metadata)
+    onnx.save(graph, str(path))
+    return metadata

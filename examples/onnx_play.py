@@ -1,0 +1,53 @@
+"""Play an env with an exported policy and ONNX Runtime alone: no torch, no a3c.
+
+    a3c export --checkpoint runs/<run>/checkpoints/best.pt --out policy.onnx
+    python examples/onnx_play.py policy.onnx --episodes 10
+
+The env is the one the file's metadata names (--env to override). A recurrent policy's state goes
+in as h and c, comes back as h_out and c_out, and starts at zeros in every episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import gymnasium as gym
+import numpy as np
+import onnxruntime
+
+
+def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, seed: int) -> list[float]:
+    """The greedy return of each episode."""
+    inputs = {node.name: node for node in session.get_inputs()}
+    obs_type = np.uint8 if inputs["obs"].type == "tensor(uint8)" else np.float32
+    returns = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        state = {name: np.zeros((1, inputs[name].shape[1]), dtype=np.float32) for name in ("h", "c") if name in inputs}
+        total, done = 0.0, False
+        while not done:
+            outputs = dict(zip([node.name for node in session.get_outputs()],
+                               session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **state})))
+            state = {name: outputs[f"{name}_out"] for name in state}
+            obs, reward, terminated, truncated, _ = env.step(outputs["action"][0])
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    return returns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("policy", help="an .onnx file written by a3c export")
+    parser.add_argument("--env", default=None, help="gymnasium id (default: the one in the file's metadata)")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    session = onnxruntime.InferenceSession(args.policy, providers=["CPUExecutionProvider"])
+    env_id = args.env or session.get_modelmeta().custom_metadata_map["env"]
+    returns = play(session, gym.make(env_id), args.episodes, args.seed)
+    print(f"{env_id}: mean return {np.mean(returns):.2f} +- {np.std(returns):.2f} over {len(returns)} episodes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""a3c export: ONNX Runtime, fed what an env hands over, acts as load_agent does, step for step, with the
+LSTM's state carried through the exported graph; the file says what it was made for; the example plays
+CartPole from the file alone, without torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from a3c.agent import load_agent
+from a3c.checkpoint import checkpoint_payload, save_checkpoint
+from a3c.config import Config
+from a3c.envs import env_spec
+from a3c.export import export_onnx
+from a3c.model import build_model
+from a3c.trainer import train
+
+from .conftest import assert_one_line_usage_error, run_cli
+
+onnxruntime = pytest.importorskip("onnxruntime", reason="export needs pip install -r requirements-export.txt")
+pytest.importorskip("onnx", reason="export needs pip install -r requirements-export.txt")
+
+STEPS = 1_000
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "onnx_play.py"
+
+
+def random_checkpoint(tmp_path, config: Config) -> tuple[Path, torch.nn.Module]:
+    """A best.pt of a network with weights large enough that every unit works, and statistics away from
+    their start (normalisation and the value offset are inside the exported graph)."""
+    torch.manual_seed(0)
+    model = build_model(config, env_spec(config.env))
+    with torch.no_grad():
+        for param in model.parameters():
+            param.normal_(0, 0.5)
+        for norm in model.statistics().values():
+            norm.mean.uniform_(-0.5, 0.5)
+            norm.var.uniform_(0.5, 2.0)
+            norm.count.fill_(100)
+    path = tmp_path / "best.pt"
+    save_checkpoint(path, checkpoint_payload(config, model, env_steps=0))
+    return path, model
+
+
+def session(tmp_path, config: Config) -> tuple:
+    path, model = random_checkpoint(tmp_path, config)
+    onnx_path = tmp_path / "policy.onnx"
+    export_onnx(model, env_spec(config.env), config, onnx_path)
+    return load_agent(path), onnxruntime.InferenceSession(str(onnx_path)), model
+
+
+def onnx_step(runner, obs: np.ndarray, state: dict) -> dict:
+    names = [node.name for node in runner.get_outputs()]
+    return dict(zip(names, runner.run(None, {"obs": obs, **state})))
+
+
+CASES = {
+    "cartpole-lstm": Config.for_env("CartPole-v1"),
+    "cartpole-feed-forward": Config.for_env("CartPole-v1", core="none"),
+    "pendulum-box-normalised": Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True),
+    "acrobot-user-module": Config.for_env("Acrobot-v1", model="tests.user_models:mlp", normalize_obs=True),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_onnx_runtime_acts_as_load_agent_on_a_thousand_steps_of_real_episodes(tmp_path, name):
+    config = CASES[name]
+    agent, runner, _ = session(tmp_path, config)
+    inputs = {node.name: node for node in runner.get_inputs()}
+    env = gym.make(config.env)
+    obs, _ = env.reset(seed=0)
+    agent_state, starting, episodes = None, np.ones(1, dtype=bool), 0
+    zeros = {key: np.zeros((1, inputs[key].shape[1]), dtype=np.float32) for key in ("h", "c") if key in inputs}
+    onnx_state = dict(zeros)
+    for _ in range(STEPS):
+        batch = np.asarray(obs, dtype=np.float32)[None]
+        actions, agent_state = agent.act(batch, agent_state, episode_start=starting)
+        outputs = onnx_step(runner, batch, zeros if starting[0] else onnx_state)
+        onnx_state = {key: outputs[f"{key}_out"] for key in zeros}
+        if agent.spec.continuous:
+            np.testing.assert_allclose(outputs["action"], actions, rtol=1e-4, atol=1e-4)  # float32, 1,000 steps of state
+        else:
+            assert outputs["action"].tolist() == actions.tolist()
+        obs, _, terminated, truncated, _ = env.step(actions[0])
+        starting = np.array([terminated or truncated])
+        if starting[0]:
+            obs, _ = env.reset()
+        if starting[0]:
+            obs, _ = env.reset()
+            episodes += 1
+    assert episodes >= 1 or name.startswith("pendulum")  # restarts were crossed (Pendulum's episodes are 200 steps)
+    assert ("h" in inputs) == (config.core == "lstm" and not config.model)
+
+
+def test_the_graph_takes_a_dynamic_batch_and_gives_the_value_in_return_units_and_the_distribution(tmp_path):
+    config = Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True, reward_scale=0.125)
+    _, runner, model = session(tmp_path, config)
+    obs = np.random.default_rng(0).uniform(-1, 1, (7, 3)).astype(np.float32)
+    outputs = onnx_step(runner, obs, {key: np.zeros((7, 64), dtype=np.float32) for key in ("h", "c")})
+    assert outputs["action"].shape == (7, 1) and np.all(np.abs(outputs["action"]) <= 2.0)
+    model.eval()
+    with torch.no_grad():
+        head, value, (hidden, cell) = model(model.normalize(torch.from_numpy(obs)), model.initial_state(7))
+    offset = model.value_stats.mean.item()
+    np.testing.assert_allclose(outputs["value"], (value.numpy() + offset) / 0.125, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(outputs["mean"], outputs["action"])
+    np.testing.assert_allclose(outputs["log_std"], np.broadcast_to(model.log_std.detach().numpy(), (7, 1)))
+    np.testing.assert_allclose(outputs["h_out"], hidden.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs["c_out"], cell.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_frames_agent_takes_uint8_frames_and_acts_as_load_agent(tmp_path):
+    pytest.importorskip("minatar", reason="MinAtar envs need pip install -r requirements-minatar.txt")
+    from a3c.envs import make_env
+    config = Config.for_env("MinAtar/Breakout-v1", core="lstm")
+    agent, runner, _ = session(tmp_path, config)
+    assert runner.get_inputs()[0].type == "tensor(uint8)"
+    env = make_env(config.env)
+    obs, _ = env.reset(seed=0)
+    agent_state, onnx_state, starting = None, None, np.ones(1, dtype=bool)
+    zeros = {key: np.zeros((1, 128), dtype=np.float32) for key in ("h", "c")}
+    for _ in range(STEPS):
+        actions, agent_state = agent.act(obs[None], agent_state, episode_start=starting)
+        outputs = onnx_step(runner, obs[None], zeros if starting[0] else onnx_state)
+        onnx_state = {key: outputs[f"{key}_out"] for key in zeros}
+        assert outputs["action"].tolist() == actions.tolist()
+        obs, _, terminated, truncated, _ = env.step(actions[0])
+        starting = np.array([terminated or truncated])
+        if starting[0]:
+            obs, _ = env.reset()
+
+
+def test_the_file_names_its_env_spaces_and_opset(tmp_path):
+    config = Config.for_env("CartPole-v1")
+    path, _ = random_checkpoint(tmp_path, config)
+    result = run_cli("export", "--checkpoint", str(path), "--out", str(tmp_path / "policy.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "wrote" in result.stdout and "inputs obs, h, c" in result.stdout
+    metadata = onnxruntime.InferenceSession(str(tmp_path / "policy.onnx")).get_modelmeta().custom_metadata_map
+    spec = env_spec("CartPole-v1")
+    assert metadata["env"] == "CartPole-v1" and metadata["opset"] == "17" and metadata["recurrent"] == "true"
+    assert metadata["observation_space"] == str(spec.observation_space)
+    assert metadata["action_space"] == "Discrete(2)"
+
+
+@pytest.mark.parametrize("out, words", [("policy.txt", "must end in .onnx"), ("missing/policy.onnx", "no folder")])
+def test_a_bad_output_path_is_refused_in_one_line(tmp_path, out, words):
+    path, _ = random_checkpoint(tmp_path, Config.for_env("CartPole-v1"))
+    result = run_cli("export", "--checkpoint", str(path), "--out", str(tmp_path / out))
+    assert_one_line_usage_error(result, words)
+    assert not (tmp_path / out).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_the_example_plays_cartpole_to_500_from_the_onnx_file_without_torch(tmp_path, quiet):
+    run_dir = tmp_path / "run"
+    config = Config.for_env("CartPole-v1", num_processes=2, seed=0, run_dir=str(run_dir), print_interval=60.0)
+    assert train(config, print_fn=quiet).summary["solved"]
+    onnx_path = tmp_path / "policy.onnx"
+    result = run_cli("export", "--checkpoint", str(run_dir / "checkpoints" / "best.pt"), "--out", str(onnx_path))
+    assert result.returncode == 0, result.stderr
+    # torch cannot be imported in the example's process: sys.modules["torch"] = None makes `import torch` fail
+    code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    played = subprocess.run([sys.executable, "-c", code, str(EXAMPLE), str(onnx_path), "--episodes", "5",
+                             "--seed", "1000"], capture_output=True, text=True, timeout=60)
+    assert played.returncode == 0, played.stderr
+    returns = agent_returns(load_agent(run_dir / "checkpoints" / "best.pt"), "CartPole-v1", range(1000, 1005))
+    assert np.mean(returns) >= 475.0  # the confirmed policy holds on these new episodes
+    assert f"CartPole-v1: mean return {np.mean(returns):.2f} +- {np.std(returns):.2f} over 5" in played.stdout
+
+
+def agent_returns(agent, env_id: str, seeds) -> list[float]:
+    """load_agent's greedy return on one episode of each seed, one env, as the example plays them."""
+    env, returns = gym.make(env_id), []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        state, total, done = None, 0.0, False
+        while not done:
+            actions, state = agent.act(np.asarray(obs, dtype=np.float32)[None], state)
+            obs, reward, terminated, truncated, _ = env.step(actions[0])
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    return returns
