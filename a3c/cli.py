@@ -228,8 +228,8 @@ def export(checkpoint, out):
             raise ConfigError(f"--out {out}: no folder {Path(out).resolve().parent}")
         model, config, spec = model_from_checkpoint(load_checkpoint(checkpoint))
         metadata = export_onnx(model, spec, config, out)
-    click.echo(f"wrote {out}: {metadata['env']}, opset {metadata['opset']}, inputs obs"
-               + (", h, c" if metadata["recurrent"] == "true" else ""))
+    click.echo(f"wrote {out}: {metadata['env']}, opset {metadata['opset']}; inputs {metadata['inputs']}; "
+               f"outputs {metadata['outputs']}")
 
 
 @cli.command()

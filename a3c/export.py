@@ -1,11 +1,12 @@
 """a3c export: a checkpoint's network as an ONNX file that ONNX Runtime runs without torch or this package.
 
 The graph takes the raw observation batch `obs` (the observation normalisation is inside) and, for
-the stock LSTM, its state `h` and `c`; it returns `action`, the greedy action ready for the env (a
-Discrete action offset by the space's start, a Box action squashed into its bounds), `value`, the
-state value in the env's return units, the action distribution's parameters (`logits`, or `mean`
-and `log_std`), and the next state `h_out`, `c_out`. The batch size is dynamic. The file's metadata
-names the env, its spaces, the opset and the a3c version that wrote it.
+the stock LSTM, its state `h` and `c` (a recurrent user module's: `state_0`, `state_1`, ...); it
+returns `action`, the greedy action ready for the env (a Discrete action offset by the space's
+start, a Box action squashed into its bounds), `value`, the state value in the env's return units,
+the action distribution's parameters (`logits`, or `mean` and `log_std`), and the next state
+`h_out`, `c_out` (`state_out_0`, ...). The batch size is dynamic. The file's metadata names the env,
+its spaces, the opset and the a3c version that wrote it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from . import __version__
 from .config import Config
 from .envs import EnvSpec
 from .errors import ConfigError
-from .model import Network
+from .model import ActorCritic, Network
 
 OPSET = 17  # ONNX Runtime 1.x runs it; opsets 18 and up add nothing this graph uses
-STATE_INPUTS, STATE_OUTPUTS = ("h", "c"), ("h_out", "c_out")
 
 
 def require_onnx():
@@ -61,9 +61,16 @@ class ExportedPolicy(nn.Module):
         return (action, value, head, *next_state)
 
 
-def output_names(spec: EnvSpec, recurrent: bool) -> list[str]:
-    parameters = ["mean", "log_std"] if spec.continuous else ["logits"]
-    return ["action", "value", *parameters, *(STATE_OUTPUTS if recurrent else ())]
+def state_names(model: Network, parts: int) -> tuple[list[str], list[str]]:
+    """The graph's names of the recurrent state, in and out: the stock LSTM's h and c, or a user's state_i."""
+    if isinstance(model, ActorCritic):
+        names = ["h", "c"][:parts]
+        return names, [f"{name}_out" for name in names]
+    return [f"state_{i}" for i in range(parts)], [f"state_out_{i}" for i in range(parts)]
+
+
+def output_names(spec: EnvSpec) -> list[str]:
+    return ["action", "value", *(["mean", "log_std"] if spec.continuous else ["logits"])]
 
 
 def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path) -> dict[str, str]:
@@ -71,12 +78,8 @@ def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path)
     onnx = require_onnx()
     policy = ExportedPolicy(model, spec, config)
     state = model.initial_state(1)
-    if len(state) not in (0, 2):
-        raise ConfigError(f"a3c export covers the stock network and feed-forward modules, not a state of "
-                          f"{len(state)} tensors")
-    recurrent = len(state) == 2
-    inputs = ["obs", *(STATE_INPUTS if recurrent else ())]
-    outputs = output_names(spec, recurrent)
+    state_in, state_out = state_names(model, len(state))
+    inputs, outputs = ["obs", *state_in], [*output_names(spec), *state_out]
     example = (torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)), *state)
     with torch.no_grad():
         torch.onnx.export(policy, example, str(path), input_names=inputs, output_names=outputs,
@@ -84,7 +87,7 @@ def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path)
                           dynamo=False)
     metadata = {"a3c_version": __version__, "env": config.env, "opset": str(OPSET),
                 "observation_space": str(spec.observation_space), "action_space": str(spec.action_space),
-                "recurrent": str(recurrent).lower()}
+                "recurrent": str(bool(state)).lower(), "inputs": ", ".join(inputs), "outputs": ", ".join(outputs)}
     graph = onnx.load(str(path))
     onnx.helper.set_model_props(graph, metadata)
     onnx.save(graph, str(path))

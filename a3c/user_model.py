@@ -3,8 +3,11 @@
 `function(observation_space, action_space)` returns a torch nn.Module whose
 forward(obs) takes a float batch [B, *obs_shape] and returns (head, value): head
 [B, n] (logits for a Discrete space, the Gaussian mean before the squash into the
-bounds for a Box), value [B]. The trainer adds the observation statistics and the
-Gaussian's log std around it, and trains it with the autograd learner.
+bounds for a Box), value [B]. A recurrent module also defines initial_state(batch_size),
+a tuple of tensors [B, ...], and its forward(obs, state) returns (head, value, state);
+its state is zeroed where an episode begins, as the stock LSTM's. The trainer adds the
+observation statistics and the Gaussian's log std around it, and trains it with the
+autograd learner.
 """
 
 from __future__ import annotations
@@ -22,16 +25,27 @@ from .errors import first_line
 from .model import Network, State
 
 
+def is_recurrent(net: nn.Module) -> bool:
+    return callable(getattr(net, "initial_state", None))
+
+
 class UserNetwork(Network):
-    """A feed-forward user module behind the Network interface (its recurrent state is empty)."""
+    """A user module behind the Network interface: a feed-forward one's recurrent state is empty."""
 
     def __init__(self, net: nn.Module, spec, normalize_obs: bool, center_values: bool = False):
         super().__init__(spec.obs_shape, spec.num_actions, spec.continuous, normalize_obs, center_values)
         self.net = net
+        self.recurrent = is_recurrent(net)
+
+    def initial_state(self, batch_size: int) -> State:
+        return tuple(self.net.initial_state(batch_size)) if self.recurrent else ()
 
     def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
-        head, value = self.net(inputs.float())
-        return head, value, ()
+        if not self.recurrent:
+            head, value = self.net(inputs.float())
+            return head, value, ()
+        head, value, state = self.net(inputs.float(), state)
+        return head, value, tuple(state)
 
 
 def load_factory(name: str):
@@ -70,24 +84,46 @@ def user_network(name: str, spec, normalize_obs: bool, center_values: bool = Fal
 
 
 def check_outputs(net: nn.Module, spec, name: str) -> None:
-    """forward() on two sampled observations must give (head [2, n], value [2]) of floats."""
+    """forward() on two sampled observations must give (head [2, n], value [2]) of floats; a recurrent
+    module's forward(obs, initial_state(2)) (head, value, a state of the initial state's shapes)."""
     batch = 2
     obs = torch.from_numpy(np.stack([spec.observation_space.sample() for _ in range(batch)]).astype(np.float32))
+    state = initial_state_checked(net, name, batch) if is_recurrent(net) else None
     try:
         with torch.no_grad():
-            outputs = net(obs)
+            outputs = net(obs) if state is None else net(obs, state)
     except Exception as error:
         raise ConfigError(f"--model {name}: forward() on a batch {list(obs.shape)} raised "
                           f"{type(error).__name__}: {first_line(error)}") from None
-    expected = f"(head [{batch}, {spec.num_actions}], value [{batch}])"
-    if not (isinstance(outputs, (tuple, list)) and len(outputs) == 2
-            and all(isinstance(part, torch.Tensor) for part in outputs)):
+    expected = f"(head [{batch}, {spec.num_actions}], value [{batch}]" + (")" if state is None else ", state)")
+    parts = 2 if state is None else 3
+    if not (isinstance(outputs, (tuple, list)) and len(outputs) == parts
+            and all(isinstance(part, torch.Tensor) for part in outputs[:2])):
         raise ConfigError(f"--model {name}: forward() must return {expected}, got {describe(outputs)}")
-    head, value = outputs
+    head, value = outputs[:2]
+    if state is not None and describe(tuple(outputs[2]) if isinstance(outputs[2], (tuple, list)) else outputs[2]) \
+            != describe(state):
+        raise ConfigError(f"--model {name}: forward() must return a state like initial_state's {describe(state)}, "
+                          f"got {describe(outputs[2])}")
     if tuple(head.shape) != (batch, spec.num_actions) or tuple(value.shape) != (batch,) \
             or not (head.is_floating_point() and value.is_floating_point()):
         raise ConfigError(f"--model {name}: forward() must return {expected} of floats, "
                           f"got {describe(outputs)} for an observation batch {list(obs.shape)}")
+
+
+def initial_state_checked(net: nn.Module, name: str, batch: int) -> tuple:
+    """initial_state(batch) as a tuple of float tensors [batch, ...]."""
+    try:
+        state = net.initial_state(batch)
+    except Exception as error:
+        raise ConfigError(f"--model {name}: initial_state({batch}) raised {type(error).__name__}: "
+                          f"{first_line(error)}") from None
+    if not (isinstance(state, (tuple, list)) and state and all(
+            isinstance(part, torch.Tensor) and part.is_floating_point() and part.dim() >= 1 and len(part) == batch
+            for part in state)):
+        raise ConfigError(f"--model {name}: initial_state({batch}) must return a tuple of float tensors "
+                          f"[{batch}, ...], got {describe(state)}")
+    return tuple(state)
 
 
 def describe(outputs) -> str:

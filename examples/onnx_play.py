@@ -4,7 +4,8 @@
     python examples/onnx_play.py policy.onnx --episodes 10
 
 The env is the one the file's metadata names (--env to override). A recurrent policy's state goes
-in as h and c, comes back as h_out and c_out, and starts at zeros in every episode.
+in as h and c (a user's module: state_0, state_1, ...), comes back as h_out and c_out (state_out_0,
+...), and starts at zeros in every episode.
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ import numpy as np
 import onnxruntime
 
 
+def next_state_name(name: str) -> str:
+    """The output that carries input `name`'s next value: h -> h_out, state_0 -> state_out_0."""
+    return name.replace("state_", "state_out_") if name.startswith("state_") else f"{name}_out"
+
+
 def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, seed: int) -> list[float]:
     """The greedy return of each episode."""
     inputs = {node.name: node for node in session.get_inputs()}
-    obs_type = np.uint8 if inputs["obs"].type == "tensor(uint8)" else np.float32
+    obs_type = np.uint8 if inputs.pop("obs").type == "tensor(uint8)" else np.float32
     returns = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
-        state = {name: np.zeros((1, inputs[name].shape[1]), dtype=np.float32) for name in ("h", "c") if name in inputs}
+        state = {name: np.zeros((1, *node.shape[1:]), dtype=np.float32) for name, node in inputs.items()}
         total, done = 0.0, False
         while not done:
             outputs = dict(zip([node.name for node in session.get_outputs()],
                                session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **state})))
-            state = {name: outputs[f"{name}_out"] for name in state}
+            state = {name: outputs[next_state_name(name)] for name in state}
             obs, reward, terminated, truncated, _ = env.step(outputs["action"][0])
             total += float(reward)
             done = terminated or truncated

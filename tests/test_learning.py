@@ -56,13 +56,13 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
 RECALL = "tests.cue_env:RecallCue-v0"  # a cue shown once, answered two blank steps later
 
 
-def recall_run(tmp_path, quiet, core: str) -> dict:
+def recall_run(tmp_path, quiet, core: str, **options) -> dict:
     # 9-step rollouts hold three whole 3-step episodes: the answer's reward reaches the cue through the
     # LSTM's state. Seeds 0-9 with the LSTM all solved within 5,832 env steps, 0.6-1.6 s; feed-forward
     # networks cannot beat random play's 0.5 (seed 0: best evaluation 0.7 of 30 episodes, unconfirmed)
     config = Config(env=RECALL, num_processes=2, envs_per_process=8, t_max=9, lr=3e-3, max_steps=60_000, seed=0,
                     core=core, eval_episodes=30, eval_interval=0.2, run_dir=str(tmp_path / core), print_interval=60.0,
-                    tensorboard=False)
+                    tensorboard=False, **options)
     return train(config, print_fn=quiet).summary
 
 
@@ -72,6 +72,18 @@ def test_the_lstm_recalls_a_cue_that_a_feed_forward_network_cannot(tmp_path, qui
     assert remembered["solved"] and remembered["confirmed_return"] >= 0.95
     forgotten = recall_run(tmp_path, quiet, "none")
     assert not forgotten["solved"] and forgotten["stop_reason"] == "max_steps"
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("replay_ratio", [0.0, 1.0])
+def test_a_recurrent_users_model_recalls_the_cue_with_and_without_replay(tmp_path, quiet, replay_ratio):
+    summary = recall_run(tmp_path, quiet, "none", model="tests.user_models:gru", replay_ratio=replay_ratio)
+    assert summary["solved"] and summary["confirmed_return"] >= 0.95
+    agent = load_agent(tmp_path / "none" / "checkpoints" / "best.pt")
+    assert agent.model.recurrent and evaluate_agent(agent, episodes=30, seed=777) == [1.0] * 30
+    with open(tmp_path / "none" / "metrics.csv", newline="") as file:
+        replayed = sum(int(row["replay_updates"]) for row in csv.DictReader(file))
+    assert (replayed > 0) == (replay_ratio > 0)  # replay restarted the module from its stored states
 
 
 def metrics_without_timing(path) -> list[dict]:

@@ -30,6 +30,9 @@ CARTPOLE = env_spec("CartPole-v1")
     ("tests.user_models:one_output", ["must return (head [2, 2], value [2])", "a tensor [2, 2]"]),
     ("tests.user_models:value_with_extra_dimension", ["(head [2, 2], value [2])", "[2, 1]"]),
     ("tests.user_models:forward_raises", ["forward() on a batch [2, 4] raised RuntimeError"]),
+    ("tests.user_models:state_of_a_list", ["initial_state(2) must return a tuple of float tensors [2, ...]"]),
+    ("tests.user_models:recurrent_without_state", ["must return (head [2, 2], value [2], state)"]),
+    ("tests.user_models:state_changes_shape", ["a state like initial_state's (a tensor [2, 8])", "[2, 4]"]),
 ])
 def test_a_broken_model_is_refused_with_one_line_naming_the_option(name, words):
     with pytest.raises(ConfigError) as error:
@@ -58,6 +61,22 @@ def test_a_users_model_trains_with_autograd_and_the_trainer_adds_the_log_std(env
     assert body.grad.abs().sum() > 0  # the gradient reached the user's own layers
     if env == "Pendulum-v1":
         assert learner.model.log_std.grad.abs().sum() > 0
+
+
+def test_a_recurrent_users_model_carries_its_state_and_restarts_it_where_an_episode_begins():
+    config = Config(model="tests.user_models:gru", envs_per_process=3, t_max=5)
+    torch.manual_seed(0)
+    learner = ActorLearner(config, worker_seeds(config, rank=0))
+    assert learner.model.recurrent and learner.model.initial_state(3)[0].shape == (3, 16)
+    grad, report = learner.compute_gradient()
+    assert report.env_steps == 15 and torch.isfinite(grad).all()
+    assert learner.model.net.gru.weight_hh.grad.abs().sum() > 0  # through the recurrence too
+    carried = learner.state[0]
+    assert carried.abs().sum() > 0  # the next rollout starts where this one stopped
+    policy = learner.policy
+    restarted = policy.restart(learner.state, np.array([True, False, True]))
+    assert restarted[0][0].abs().sum() == 0 and restarted[0][2].abs().sum() == 0
+    assert_close(restarted[0][1], carried[1])
 
 
 def test_a_users_model_reads_normalised_observations():

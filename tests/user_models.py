@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from examples.custom_model import MLPActorCritic
+from examples.custom_model import GRUActorCritic, MLPActorCritic
 
 
 def outputs(action_space) -> int:
@@ -15,6 +15,38 @@ def outputs(action_space) -> int:
 
 def mlp(observation_space, action_space) -> nn.Module:
     return MLPActorCritic(int(np.prod(observation_space.shape)), outputs(action_space), width=16)
+
+
+def gru(observation_space, action_space) -> nn.Module:
+    return GRUActorCritic(int(np.prod(observation_space.shape)), outputs(action_space), width=16)
+
+
+class StateOfAList(GRUActorCritic):
+    def initial_state(self, batch_size):
+        return [[0.0] * self.width] * batch_size
+
+
+def state_of_a_list(observation_space, action_space):
+    return StateOfAList(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
+
+
+class RecurrentWithoutState(GRUActorCritic):
+    def forward(self, obs, state):
+        return super().forward(obs, state)[:2]
+
+
+def recurrent_without_state(observation_space, action_space):
+    return RecurrentWithoutState(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
+
+
+class StateChangesShape(GRUActorCritic):
+    def forward(self, obs, state):
+        head, value, (hidden,) = super().forward(obs, state)
+        return head, value, (hidden[:, :4],)
+
+
+def state_changes_shape(observation_space, action_space):
+    return StateChangesShape(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
 
 
 def raises(observation_space, action_space):

@@ -39,8 +39,9 @@ class TorchPolicy(Policy):
     def restart(self, state: State, restarting: np.ndarray) -> State:
         if not restarting.any():
             return state
-        keep = torch.from_numpy(~restarting).unsqueeze(1)
-        return tuple(part * keep for part in state)  # also cuts the gradient into the episode that ended
+        keep = torch.from_numpy(~restarting)
+        # also cuts the gradient into the episode that ended; a user's state may have any shape [B, ...]
+        return tuple(part * keep.view(-1, *[1] * (part.dim() - 1)) for part in state)
 
     def backward(self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray],
                  restarted: np.ndarray) -> None:
