@@ -1,7 +1,9 @@
 """Action distributions over the policy head's output: sampling, greedy actions, log-probs,
 entropy, and their gradients with respect to the head (and the log std). All numpy.
 
-Categorical for Discrete spaces (the head gives logits). Gaussian for Box spaces:
+Categorical for Discrete spaces (the head gives logits); for MultiDiscrete and MultiBinary
+spaces, one categorical per part over its slice of the head, the parts independent (a
+MultiBinary bit is a categorical of 2, a Bernoulli of logit l1 - l0). Gaussian for Box spaces:
 the head gives the mean, squashed into the action bounds, and the log standard
 deviation is one learned parameter per action dimension, independent of the
 state. That is the usual choice for actor-critic methods on continuous control:
@@ -63,6 +65,36 @@ class Categorical:
         return d_head, None
 
 
+class MultiCategorical:
+    """Independent categoricals over consecutive slices of the head, one per part; actions [..., parts]."""
+
+    continuous = False
+
+    def __init__(self, parts: tuple[int, ...]):
+        self.bounds = np.cumsum((0, *parts))
+        self.part = Categorical()
+
+    def slices(self, head: np.ndarray) -> list[np.ndarray]:
+        return [head[..., start:end] for start, end in zip(self.bounds[:-1], self.bounds[1:])]
+
+    def sample(self, head: np.ndarray, log_std, rng: np.random.Generator) -> np.ndarray:
+        return np.stack([self.part.sample(logits, None, rng) for logits in self.slices(head)], axis=-1)
+
+    def greedy(self, head: np.ndarray) -> np.ndarray:
+        return np.stack([logits.argmax(axis=-1) for logits in self.slices(head)], axis=-1)
+
+    def log_prob_entropy(self, head: np.ndarray, log_std, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Summed over the parts: the parts are independent."""
+        pairs = [self.part.log_prob_entropy(logits, None, actions[..., k]) for k, logits in enumerate(self.slices(head))]
+        return sum(log_prob for log_prob, _ in pairs), sum(entropy for _, entropy in pairs)
+
+    def backward(self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray,
+                 d_entropies: np.ndarray) -> tuple[np.ndarray, None]:
+        """Each part's slice of d loss / d head, as its own categorical's: the sums pass the gradients through."""
+        return np.concatenate([self.part.backward(logits, None, actions[..., k], d_log_probs, d_entropies)[0]
+                               for k, logits in enumerate(self.slices(head))], axis=-1), None
+
+
 class Gaussian:
     """`low`, `high`: the Box bounds. Where both are finite the mean is center + half range *
     tanh(head): an unbounded mean drifts past a bound, where every sample is clipped to the
@@ -108,6 +140,8 @@ class Gaussian:
         return d_head.astype(head.dtype), d_log_std.astype(log_std.dtype)
 
 
-def distribution(spec) -> Categorical | Gaussian:
+def distribution(spec) -> Categorical | MultiCategorical | Gaussian:
     """For an EnvSpec: the policy head's distribution over its actions."""
-    return Gaussian(spec.action_low, spec.action_high) if spec.continuous else Categorical()
+    if spec.continuous:
+        return Gaussian(spec.action_low, spec.action_high)
+    return Categorical() if spec.action_parts is None else MultiCategorical(spec.action_parts)

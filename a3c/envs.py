@@ -18,8 +18,8 @@ class EnvSpec:
     """What the network needs to know about an environment."""
 
     obs_shape: tuple  # (size,) for a flat observation, (frames, height, width) for stacked frames
-    num_actions: int  # the number of discrete actions, or the dimension of a continuous action
-    action_start: int
+    num_actions: int  # the number of discrete actions (summed over the parts), or a continuous action's dimension
+    action_start: int | np.ndarray  # a Discrete space's start; a MultiDiscrete's, one per part
     reward_threshold: Optional[float]
     continuous: bool = False
     action_low: Optional[np.ndarray] = None  # bounds of a continuous action
@@ -27,13 +27,16 @@ class EnvSpec:
     obs_dtype: type = np.float32  # uint8 for frames: four times less to copy and store
     observation_space: Any = None  # the gymnasium spaces themselves, which a user's --model is built for
     action_space: Any = None
+    # MultiDiscrete: the choices of each part (a categorical each); MultiBinary: 2 for each bit; None otherwise
+    action_parts: Optional[tuple[int, ...]] = None
+    action_dtype: type = np.int64  # what the env takes: MultiBinary's int8
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
-        """The policy's actions as the env takes them: offset by the Discrete start, or clipped
-        to the Box bounds (the loss keeps the unclipped sample)."""
+        """The policy's actions as the env takes them: offset by the Discrete (or MultiDiscrete) start,
+        or clipped to the Box bounds (the loss keeps the unclipped sample)."""
         if self.continuous:
             return np.clip(actions, self.action_low, self.action_high)
-        return actions + self.action_start
+        return (actions + self.action_start).astype(self.action_dtype, copy=False)
 
 
 def rendering(render_mode: Optional[str]) -> dict:
@@ -131,12 +134,21 @@ def describe(env: gym.Env) -> EnvSpec:
     if isinstance(action_space, gym.spaces.Discrete):
         return EnvSpec(num_actions=int(action_space.n), action_start=int(action_space.start),
                        reward_threshold=threshold, **observation)
+    if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
+        parts = tuple(int(n) for n in action_space.nvec)
+        return EnvSpec(num_actions=sum(parts), action_start=np.asarray(action_space.start, dtype=np.int64),
+                       reward_threshold=threshold, action_parts=parts, **observation)
+    if isinstance(action_space, gym.spaces.MultiBinary) and len(action_space.shape) == 1:
+        parts = (2,) * int(action_space.shape[0])  # a categorical of 2 per bit: a Bernoulli of logit l1 - l0
+        return EnvSpec(num_actions=sum(parts), action_start=0, reward_threshold=threshold, action_parts=parts,
+                       action_dtype=np.int8, **observation)
     if (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
             and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         return EnvSpec(num_actions=int(action_space.shape[0]), action_start=0, reward_threshold=threshold,
                        continuous=True, action_low=action_space.low.astype(np.float32),
                        action_high=action_space.high.astype(np.float32), **observation)
-    raise EnvError(f"unsupported action space {action_space}: a Discrete space or a bounded flat Box is needed")
+    raise EnvError(f"unsupported action space {action_space}: a Discrete, a flat MultiDiscrete or MultiBinary, "
+                   f"or a bounded flat Box is needed")
 
 
 @functools.cache

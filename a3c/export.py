@@ -48,6 +48,8 @@ class ExportedPolicy(nn.Module):
             low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
             self.register_buffer("center", (high + low) / 2)
             self.register_buffer("half_range", (high - low) / 2)
+        self.register_buffer("action_start", torch.as_tensor(spec.action_start, dtype=torch.int64))
+        self.action_dtype = torch.from_numpy(np.zeros(0, dtype=spec.action_dtype)).dtype
 
     def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
         model = self.model
@@ -57,8 +59,12 @@ class ExportedPolicy(nn.Module):
             mean = self.center + self.half_range * torch.tanh(head)
             log_std = model.log_std.expand_as(mean)
             return (mean, value, mean, log_std, *next_state)
-        action = head.argmax(dim=-1) + self.spec.action_start
-        return (action, value, head, *next_state)
+        parts = self.spec.action_parts
+        if parts is None:
+            action = head.argmax(dim=-1)
+        else:  # a categorical per part over its slice of the logits
+            action = torch.stack([logits.argmax(dim=-1) for logits in head.split(list(parts), dim=-1)], dim=-1)
+        return ((action + self.action_start).to(self.action_dtype), value, head, *next_state)
 
 
 def state_names(model: Network, parts: int) -> tuple[list[str], list[str]]:

@@ -94,7 +94,7 @@ class ActorLearner:
         state = policy.begin_rollout(self.state)
         start_state = policy.state_to_numpy(state) if self.memory is not None else ()
         observations = []
-        action_shape, action_type = ((spec.num_actions,), np.float32) if spec.continuous else ((), np.int64)
+        action_shape, action_type = action_layout(spec)
         actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
         heads = np.zeros((steps, batch, spec.num_actions), dtype=np.float32)
         values, rewards, dones, truncated, final_values = (np.zeros((steps, batch), dtype=np.float32)
@@ -203,6 +203,14 @@ class ActorLearner:
         self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
+
+
+def action_layout(spec) -> tuple[tuple[int, ...], type]:
+    """The shape of one env's action in a rollout, and its dtype: a Box's vector, a part per multi-part
+    action, a scalar index for a Discrete space."""
+    if spec.continuous:
+        return (spec.num_actions,), np.float32
+    return (() if spec.action_parts is None else (len(spec.action_parts),)), np.int64
 
 
 def value_offset(value_stats: Optional[RunningNorm]) -> float:

@@ -12,7 +12,10 @@ forked worker processes inherit the registration.
 - DictCue-v0: the same with a Dict observation space, which the trainer refuses.
 - CueCrash-v0: raises RuntimeError("cue env exploded") on its first step, to fail a worker.
 - CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
-- CueMultiBinary-v0: the same with a MultiBinary action space, which the trainer refuses.
+- CueText-v0, CueUnboundedBox-v0: the same with a Text action space, and with a Box action space
+  without bounds, which the trainer refuses.
+- MultiCue-v0: two cues of 3 at once, answered with a MultiDiscrete([3, 3]) action, 0.5 a right part.
+- CopyBits-v0: 4 random bits, copied by a MultiBinary(4) action, 0.25 a right bit.
 - ContinuousCue-v0: observe x in [-1, 1], act a in [-2, 2] (a Box), earn -(a - x)^2, one step.
 - RecallCue-v0: a cue of 2 shown at the first step only, then DELAY blank steps; the last step pays 1
   if the action equals the cue. Only a network with memory beats random play's 0.5.
@@ -33,8 +36,7 @@ class CueEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
-                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False,
-                 multi_binary: bool = False):
+                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False, action_space=None):
         self.num_cues = num_cues
         self.terminate = terminate
         self.dict_obs = dict_obs
@@ -42,8 +44,7 @@ class CueEnv(gym.Env):
         self.nan_reward = nan_reward
         box = gym.spaces.Box(0.0, 1.0, (num_cues,), np.float32)
         self.observation_space = gym.spaces.Dict({"cue": box}) if dict_obs else box
-        self.action_space = (gym.spaces.MultiBinary(num_cues) if multi_binary
-                             else gym.spaces.Discrete(num_cues, start=action_start))
+        self.action_space = action_space or gym.spaces.Discrete(num_cues, start=action_start)
         self.cue = 0
 
     def _obs(self):
@@ -78,7 +79,51 @@ _register("CueTruncated-v0", kwargs={"terminate": False}, max_episode_steps=2)
 _register("DictCue-v0", kwargs={"dict_obs": True})
 _register("CueCrash-v0", kwargs={"crash": True})
 _register("CueNaN-v0", kwargs={"nan_reward": True})
-_register("CueMultiBinary-v0", kwargs={"multi_binary": True})
+_register("CueText-v0", kwargs={"action_space": gym.spaces.Text(4)})
+_register("CueUnboundedBox-v0", kwargs={"action_space": gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)})
+
+
+class MultiCueEnv(gym.Env):
+    """One step: two one-hot cues of NUM_CUES side by side; each part of the action that names its cue pays 0.5."""
+
+    PARTS = 2
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(0.0, 1.0, (PARTS * NUM_CUES,), np.float32)
+    action_space = gym.spaces.MultiDiscrete([NUM_CUES] * PARTS)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cues = self.np_random.integers(NUM_CUES, size=self.PARTS)
+        obs = np.zeros((self.PARTS, NUM_CUES), dtype=np.float32)
+        obs[np.arange(self.PARTS), self.cues] = 1.0
+        return obs.ravel(), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), action
+        return np.zeros(self.observation_space.shape, np.float32), float(np.mean(action == self.cues)), True, False, {}
+
+
+class CopyBitsEnv(gym.Env):
+    """One step: BITS random bits as floats; each bit of the MultiBinary action that copies its bit pays 1 / BITS."""
+
+    BITS = 4
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(0.0, 1.0, (BITS,), np.float32)
+    action_space = gym.spaces.MultiBinary(BITS)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.bits = self.np_random.integers(2, size=self.BITS).astype(np.int8)
+        return self.bits.astype(np.float32), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), action
+        return np.zeros(self.BITS, np.float32), float(np.mean(action == self.bits)), True, False, {}
+
+
+for _id, _entry in (("MultiCue-v0", MultiCueEnv), ("CopyBits-v0", CopyBitsEnv)):
+    if _id not in gym.registry:
+        gym.register(id=_id, entry_point=_entry, reward_threshold=0.95)
 
 
 class ContinuousCueEnv(gym.Env):

@@ -12,7 +12,7 @@ from torch.testing import assert_close
 
 import a3c.learner
 from a3c.config import Config
-from a3c.distributions import Categorical, Gaussian
+from a3c.distributions import Categorical, Gaussian, MultiCategorical
 from a3c.learner import ActorLearner
 from a3c.seeding import worker_seeds
 
@@ -32,6 +32,27 @@ def test_the_categorical_backward_equals_autograd():
                                                d_log_probs.numpy(), d_entropies.numpy())
     assert d_log_std is None
     assert_close(torch.from_numpy(d_head), logits.grad)
+
+
+def test_the_multi_part_categorical_backward_equals_autograd_over_independent_parts():
+    torch.manual_seed(0)
+    parts = (3, 2, 4)
+    logits = torch.randn(4, 3, sum(parts), requires_grad=True)
+    actions = torch.stack([torch.randint(0, n, (4, 3)) for n in parts], dim=-1)
+    d_log_probs, d_entropies = torch.randn(4, 3), torch.randn(4, 3)
+    dists = [TorchCategorical(logits=part) for part in logits.split(parts, dim=-1)]
+    log_probs = sum(dist.log_prob(actions[..., k]) for k, dist in enumerate(dists))
+    entropies = sum(dist.entropy() for dist in dists)
+    ((log_probs * d_log_probs).sum() + (entropies * d_entropies).sum()).backward()
+    multi = MultiCategorical(parts)
+    ours_log_probs, ours_entropies = multi.log_prob_entropy(logits.detach().numpy(), None, actions.numpy())
+    assert_close(torch.from_numpy(ours_log_probs), log_probs.detach())
+    assert_close(torch.from_numpy(ours_entropies), entropies.detach())
+    d_head, _ = multi.backward(logits.detach().numpy(), None, actions.numpy(), d_log_probs.numpy(),
+                               d_entropies.numpy())
+    assert_close(torch.from_numpy(d_head), logits.grad)
+    greedy = multi.greedy(logits.detach().numpy())
+    assert greedy.tolist() == torch.stack([part.argmax(-1) for part in logits.split(parts, -1)], -1).tolist()
 
 
 @pytest.mark.parametrize("bounded", [False, True])

@@ -30,7 +30,8 @@ def test_unknown_module_is_an_env_error():
         make_env("no_such_module_xyz:Cue-v0")
 
 
-@pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueMultiBinary-v0", ["action space", "MultiBinary"]),
+@pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
+                                           ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
                                            ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
 def test_unsupported_spaces_are_refused_naming_the_space(env_id, words):
     with pytest.raises(EnvError) as info:

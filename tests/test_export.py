@@ -66,11 +66,14 @@ CASES = {
     "pendulum-box-normalised": Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True),
     "acrobot-user-module": Config.for_env("Acrobot-v1", model="tests.user_models:mlp", normalize_obs=True),
     "cartpole-recurrent-user-module": Config.for_env("CartPole-v1", model="tests.user_models:gru"),
+    "multi-discrete": Config(env="tests.cue_env:MultiCue-v0"),
+    "multi-binary": Config(env="tests.cue_env:CopyBits-v0", core="none"),
 }
 
 
 STATE_NAMES = {"cartpole-lstm": ["h", "c"], "cartpole-feed-forward": [], "pendulum-box-normalised": ["h", "c"],
-               "acrobot-user-module": [], "cartpole-recurrent-user-module": ["state_0"]}
+               "acrobot-user-module": [], "cartpole-recurrent-user-module": ["state_0"], "multi-discrete": ["h", "c"],
+               "multi-binary": []}
 
 
 @pytest.mark.parametrize("name", CASES)

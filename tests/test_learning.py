@@ -86,6 +86,20 @@ def test_a_recurrent_users_model_recalls_the_cue_with_and_without_replay(tmp_pat
     assert (replayed > 0) == (replay_ratio > 0)  # replay restarted the module from its stored states
 
 
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("env_id, learner", [("tests.cue_env:MultiCue-v0", "numpy"), ("tests.cue_env:MultiCue-v0", "torch"),
+                                             ("tests.cue_env:CopyBits-v0", "numpy")])
+def test_multi_part_actions_are_learned_part_by_part(tmp_path, quiet, env_id, learner):
+    """MultiDiscrete([3, 3]) and MultiBinary(4): random play scores 1/3 and 1/2; a solved run answers every part."""
+    config = Config(env=env_id, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS, seed=0,
+                    eval_episodes=30, eval_interval=0.1, learner=learner, run_dir=str(tmp_path / "run"),
+                    print_interval=60.0, tensorboard=False)
+    summary = train(config, print_fn=quiet).summary
+    assert summary["solved"] and summary["confirmed_return"] >= 0.95, summary
+    agent = load_agent(tmp_path / "run" / "checkpoints" / "best.pt")
+    assert np.mean(evaluate_agent(agent, episodes=50, seed=4242)) >= 0.95
+
+
 def metrics_without_timing(path) -> list[dict]:
     with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
