@@ -140,6 +140,7 @@ def objective(study: Study, trial) -> float:
         reporter = TrialReporter(trial, index, study.max_steps, sum(areas), study.seeds)
         summary = train(config, print_fn=silent, callbacks=[reporter]).summary
         if summary["stop_reason"] in ("interrupted", "terminated"):
+            optuna.logging.set_verbosity(optuna.logging.ERROR)  # no "trial failed" warning with a traceback
             raise Interrupted()
         env_steps += summary["env_steps"]
         trial.set_user_attr("env_steps", env_steps)
