@@ -85,8 +85,10 @@ def test_the_getting_started_examples_run_as_written(tmp_path):
         else:
             script = tmp_path / "example.py"
             script.write_text(code)
+            # the package as `pip install -e .` makes it importable, whether or not this interpreter has it installed
+            path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
             result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                                    timeout=120)
+                                    timeout=120, env={**os.environ, "PYTHONPATH": path})
             assert result.returncode == 0, result.stderr
             assert "solved" in result.stdout and "action for the upright pole at rest:" in result.stdout
     assert (tmp_path / "runs" / "cartpole" / "summary.json").exists() and (tmp_path / "cartpole.png").exists()

@@ -20,12 +20,13 @@ from a3c.envs import env_spec
 from a3c.export import export_onnx
 from a3c.model import build_model
 from a3c.trainer import train
-from examples.onnx_play import next_state_name
 
 from .conftest import assert_one_line_usage_error, run_cli
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="export needs pip install -r requirements-export.txt")
 pytest.importorskip("onnx", reason="export needs pip install -r requirements-export.txt")
+
+from examples.onnx_play import next_state_name  # noqa: E402 (it imports onnxruntime)
 
 STEPS = 1_000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "onnx_play.py"
