@@ -54,6 +54,14 @@ def learning_area(evaluations: list[tuple[int, float]], until: int, budget: int,
     return area / budget
 
 
+def mean_so_far(areas: float, budget: int, covered: int) -> float:
+    """The greedy return averaged over the `covered` env steps a trial's runs have made: the sum of their
+    `areas` (each over `budget`) rescaled to those steps. At the end of the last seed it is the objective.
+    The pruner keeps each trial's best report, so a report must be a level, not a sum: a sum of negative
+    returns (Acrobot's -500 a step) only falls, its best was the first report, and nothing was pruned."""
+    return areas * budget / covered
+
+
 class TrialReporter(Callback):
     """Reports a seed's partial learning area to the Optuna trial at fixed steps, and stops the run once
     the pruner says the trial is hopeless."""
@@ -71,9 +79,10 @@ class TrialReporter(Callback):
     def report_until(self, steps: int, solved_at: Optional[int] = None) -> None:
         while self.reported < REPORTS_PER_SEED and (self.reported + 1) * self.budget // REPORTS_PER_SEED <= steps:
             self.reported += 1
-            partial = learning_area(self.evaluations, self.reported * self.budget // REPORTS_PER_SEED, self.budget,
-                                    self.target, solved_at)
-            self.trial.report((self.earlier + partial) / self.seeds, self.seed_index * REPORTS_PER_SEED + self.reported)
+            until = self.reported * self.budget // REPORTS_PER_SEED
+            partial = learning_area(self.evaluations, until, self.budget, self.target, solved_at)
+            self.trial.report(mean_so_far(self.earlier + partial, self.budget, self.seed_index * self.budget + until),
+                              self.seed_index * REPORTS_PER_SEED + self.reported)
 
     def on_evaluation(self, row: dict) -> Optional[bool]:
         if row["confirmation"]:

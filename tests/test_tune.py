@@ -10,7 +10,7 @@ import pytest
 
 from a3c.errors import ConfigError
 from a3c.search_space import DEFAULT_SPACE, load_space
-from a3c.tune import learning_area
+from a3c.tune import TrialReporter, learning_area
 
 from .conftest import assert_one_line_usage_error, run_cli, start_cli
 
@@ -39,6 +39,39 @@ def test_a_partial_area_is_the_share_of_the_whole_so_far():
     assert learning_area(evaluations, until=500, budget=1000, target=None) == pytest.approx(
         (20 * 300 + 100 * 200) / 1000)
     assert learning_area([], until=500, budget=1000, target=None) == 0.0
+
+
+class RecordingTrial:
+    """What TrialReporter needs of an Optuna trial: report(value, step), should_prune()."""
+
+    def __init__(self):
+        self.reports = []
+
+    def report(self, value, step):
+        self.reports.append((step, value))
+
+    def should_prune(self):
+        return False
+
+
+def test_the_pruner_sees_the_mean_return_so_far_a_level_that_random_play_holds_and_learning_raises():
+    trial = RecordingTrial()
+    first = TrialReporter(trial, seed_index=0, budget=1000, earlier=0.0, seeds=2)
+    first.target = -100.0
+    for steps in range(0, 1001, 50):
+        first.on_evaluation({"confirmation": 0, "env_steps": steps, "mean_return": -500.0})
+    area = first.finish(None)
+    assert [value for _, value in trial.reports] == pytest.approx([-500.0] * 20)  # not -25, -50, ..., -500
+    second = TrialReporter(trial, seed_index=1, budget=1000, earlier=area, seeds=2)
+    second.target = -100.0
+    second.on_evaluation({"confirmation": 0, "env_steps": 0, "mean_return": -500.0})
+    second.on_evaluation({"confirmation": 0, "env_steps": 500, "mean_return": -100.0})
+    second.finish(500)  # solved at 500: the target from there on
+    steps, values = zip(*trial.reports)
+    assert list(steps) == list(range(1, 41))
+    assert values[-1] == pytest.approx((area + second.finish(500)) / 2)  # the last report is the objective
+    assert values[-1] == pytest.approx((-500 * 1000 - 500 * 500 - 100 * 500) / 2000)
+    assert values[29] == pytest.approx(-500.0) and values[30] > values[29]  # the second seed's solve raises it
 
 
 def test_a_space_file_replaces_and_adds_entries(tmp_path):
