@@ -9,13 +9,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: more thread
 
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 
 from .config import Config
 from .options import field_name, option_value
-from .errors import USAGE_ERRORS, ConfigError, WriteError
+from .errors import USAGE_ERRORS, ConfigError, WriteError, check_output_file
 
 DEFAULTS = Config()
 
@@ -222,10 +221,7 @@ def export(checkpoint, out):
     from .export import export_onnx, require_onnx
     with usage_errors():
         require_onnx()
-        if not out.endswith(".onnx"):
-            raise ConfigError(f"--out {out}: the file must end in .onnx")
-        if not Path(out).resolve().parent.is_dir():
-            raise ConfigError(f"--out {out}: no folder {Path(out).resolve().parent}")
+        check_output_file("--out", out, (".onnx",))
         model, config, spec = model_from_checkpoint(load_checkpoint(checkpoint))
         metadata = export_onnx(model, spec, config, out)
     click.echo(f"wrote {out}: {metadata['env']}, opset {metadata['opset']}; inputs {metadata['inputs']}; "

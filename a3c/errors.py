@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class ConfigError(ValueError):
@@ -22,6 +23,16 @@ class PlotError(ValueError):
 
 
 USAGE_ERRORS = (ConfigError, EnvError, CheckpointError, PlotError)
+
+
+def check_output_file(option: str, path, suffixes: tuple[str, ...]) -> Path:
+    """A file a command is to write: one of `suffixes`, in a folder that exists; else a ConfigError naming `option`."""
+    path = Path(path)
+    if path.suffix.lower() not in suffixes:
+        raise ConfigError(f"{option} {path}: the file must end in {' or '.join(suffixes)}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option} {path}: the folder {path.parent} does not exist")
+    return path
 
 
 class WriteError(OSError):

@@ -21,6 +21,7 @@ from . import __version__
 from .config import Config
 from .envs import EnvSpec
 from .errors import ConfigError
+from .learner import value_offset
 from .model import ActorCritic, Network
 
 OPSET = 17  # ONNX Runtime 1.x runs it; opsets 18 and up add nothing this graph uses
@@ -42,8 +43,7 @@ class ExportedPolicy(nn.Module):
         super().__init__()
         self.model, self.spec = model.eval(), spec
         # the value head learns scaled returns, less the running mean of the targets with centred values
-        offset = 0.0 if model.value_stats is None else model.value_stats.mean.item()
-        self.value_offset, self.value_scale = offset, 1.0 / config.reward_scale
+        self.value_offset, self.value_scale = value_offset(model.value_stats), 1.0 / config.reward_scale
         if spec.continuous:
             low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
             self.register_buffer("center", (high + low) / 2)

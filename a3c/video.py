@@ -16,7 +16,7 @@ import numpy as np
 
 from .agent import Agent
 from .envs import make_env
-from .errors import ConfigError, EnvError
+from .errors import ConfigError, EnvError, check_output_file
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 FRAMES_PER_SECOND = 30
@@ -33,12 +33,7 @@ def require_imageio(option: str):
 
 
 def check_video_path(path: str | Path) -> Path:
-    path = Path(path)
-    if path.suffix.lower() not in VIDEO_SUFFIXES:
-        raise ConfigError(f"--video {path}: the file must end in {' or '.join(VIDEO_SUFFIXES)}")
-    if not path.parent.is_dir():
-        raise ConfigError(f"--video {path}: the folder {path.parent} does not exist")
-    return path
+    return check_output_file("--video", path, VIDEO_SUFFIXES)
 
 
 def video_frame(frame) -> np.ndarray:
