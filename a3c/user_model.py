@@ -101,8 +101,7 @@ def check_outputs(net: nn.Module, spec, name: str) -> None:
             and all(isinstance(part, torch.Tensor) for part in outputs[:2])):
         raise ConfigError(f"--model {name}: forward() must return {expected}, got {describe(outputs)}")
     head, value = outputs[:2]
-    if state is not None and describe(tuple(outputs[2]) if isinstance(outputs[2], (tuple, list)) else outputs[2]) \
-            != describe(state):
+    if state is not None and describe(outputs[2]) != describe(state):  # a list or a tuple alike
         raise ConfigError(f"--model {name}: forward() must return a state like initial_state's {describe(state)}, "
                           f"got {describe(outputs[2])}")
     if tuple(head.shape) != (batch, spec.num_actions) or tuple(value.shape) != (batch,) \

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
-from examples.custom_model import GRUActorCritic, MLPActorCritic
-
-
-def outputs(action_space) -> int:
-    return action_space.n if hasattr(action_space, "n") else int(np.prod(action_space.shape))
+from examples.custom_model import GRUActorCritic, MLPActorCritic, sizes
 
 
 def mlp(observation_space, action_space) -> nn.Module:
-    return MLPActorCritic(int(np.prod(observation_space.shape)), outputs(action_space), width=16)
+    return MLPActorCritic(*sizes(observation_space, action_space), width=16)
 
 
 def gru(observation_space, action_space) -> nn.Module:
-    return GRUActorCritic(int(np.prod(observation_space.shape)), outputs(action_space), width=16)
+    return GRUActorCritic(*sizes(observation_space, action_space), width=16)
 
 
 class StateOfAList(GRUActorCritic):
@@ -27,7 +22,7 @@ class StateOfAList(GRUActorCritic):
 
 
 def state_of_a_list(observation_space, action_space):
-    return StateOfAList(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
+    return StateOfAList(*sizes(observation_space, action_space), width=8)
 
 
 class RecurrentWithoutState(GRUActorCritic):
@@ -36,7 +31,7 @@ class RecurrentWithoutState(GRUActorCritic):
 
 
 def recurrent_without_state(observation_space, action_space):
-    return RecurrentWithoutState(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
+    return RecurrentWithoutState(*sizes(observation_space, action_space), width=8)
 
 
 class StateChangesShape(GRUActorCritic):
@@ -46,7 +41,7 @@ class StateChangesShape(GRUActorCritic):
 
 
 def state_changes_shape(observation_space, action_space):
-    return StateChangesShape(int(np.prod(observation_space.shape)), outputs(action_space), width=8)
+    return StateChangesShape(*sizes(observation_space, action_space), width=8)
 
 
 def raises(observation_space, action_space):
@@ -71,7 +66,7 @@ class OneOutput(nn.Module):
 
 
 def one_output(observation_space, action_space):
-    return OneOutput(int(np.prod(observation_space.shape)), outputs(action_space))
+    return OneOutput(*sizes(observation_space, action_space))
 
 
 class ValueWithExtraDimension(OneOutput):
@@ -80,7 +75,7 @@ class ValueWithExtraDimension(OneOutput):
 
 
 def value_with_extra_dimension(observation_space, action_space):
-    return ValueWithExtraDimension(int(np.prod(observation_space.shape)), outputs(action_space))
+    return ValueWithExtraDimension(*sizes(observation_space, action_space))
 
 
 class ForwardRaises(OneOutput):
@@ -89,4 +84,4 @@ class ForwardRaises(OneOutput):
 
 
 def forward_raises(observation_space, action_space):
-    return ForwardRaises(int(np.prod(observation_space.shape)), outputs(action_space))
+    return ForwardRaises(*sizes(observation_space, action_space))
