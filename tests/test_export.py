@@ -171,7 +171,10 @@ def test_a_bad_output_path_is_refused_in_one_line(tmp_path, out, words):
 @pytest.mark.timeout(150)
 def test_the_example_plays_cartpole_to_500_from_the_onnx_file_without_torch(tmp_path, quiet):
     run_dir = tmp_path / "run"
-    config = Config.for_env("CartPole-v1", num_processes=2, seed=0, run_dir=str(run_dir), print_interval=60.0)
+    # a target of 500 is confirmed only by 100 new episodes that all last 500 steps: a policy that holds
+    # (at 475 one policy in a few dropped under 475 on the 5 episodes below)
+    config = Config.for_env("CartPole-v1", num_processes=2, seed=0, run_dir=str(run_dir), print_interval=60.0,
+                            target_return=500.0)
     assert train(config, print_fn=quiet).summary["solved"]
     onnx_path = tmp_path / "policy.onnx"
     result = run_cli("export", "--checkpoint", str(run_dir / "checkpoints" / "best.pt"), "--out", str(onnx_path))
