@@ -137,8 +137,9 @@ def test_a_study_prunes_resumes_from_its_sqlite_file_and_its_best_settings_train
     best = max((row for row in trials if row["state"] == "complete"), key=lambda row: float(row["objective"]))
     assert float(best["lr"]) == 5e-3
     for row in trials:
-        if row["state"] == "pruned":  # stopped before its last seed ended, behind the best
-            assert int(row["env_steps"]) < 2 * 8000 and float(row["objective"]) < float(best["objective"])
+        if row["state"] == "pruned":  # behind the best (when in its runs depends on when evaluations came:
+            # on a loaded machine the pruning evaluation may be the last seed's final one)
+            assert float(row["objective"]) < float(best["objective"])
     assert (out / "history.png").stat().st_size > 0 and (out / "importances.png").stat().st_size > 0
     trained = run_cli("--config", str(out / "best.toml"), "--run-dir", str(tmp_path / "again"), "--max-steps", "2000",
                       "--num-processes", "2", timeout=60)
