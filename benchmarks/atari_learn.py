@@ -112,7 +112,8 @@ def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: 
                  for seed, rows in marks.items()])
     for n, name in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
-        print(f"{name}: median (range) {spread(values)} over {len(values)} seeds")
+        print(f"{name}: median (range) {spread(values)} over {len(values)} seeds" if values
+              else f"{name}: no seed got this far")
     name = f"atari_learn-{core}" if core else "atari_learn"
     save_results(name, {**info, "env": ENV, "core": core, "minutes": minutes, "runs": runs}, plot(runs, core))
 
