@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -9,6 +10,7 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
+from .distributions import distribution, mask_logits
 from .errors import EnvError, first_line
 from .presets import is_atari, is_minatar
 
@@ -30,6 +32,9 @@ class EnvSpec:
     # MultiDiscrete: the choices of each part (a categorical each); MultiBinary: 2 for each bit; None otherwise
     action_parts: Optional[tuple[int, ...]] = None
     action_dtype: type = np.int64  # what the env takes: MultiBinary's int8
+    # where the env's invalid-action mask comes from: "info" (info["action_mask"]), "observation" (a Dict
+    # observation's "action_mask" key, moved into the info by ActionMaskInObservation), or None: no mask
+    action_mask: Optional[str] = None
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete (or MultiDiscrete) start,
@@ -37,6 +42,59 @@ class EnvSpec:
         if self.continuous:
             return np.clip(actions, self.action_low, self.action_high)
         return (actions + self.action_start).astype(self.action_dtype, copy=False)
+
+
+ACTION_MASK = "action_mask"  # the info key (and Dict observation key) of an invalid-action mask
+
+
+class ActionMaskInObservation(gym.Wrapper):
+    """A Dict observation of an "action_mask" key and one Box: the Box becomes the observation and the mask
+    moves into the info, where an env that gives its mask in the info has it, so one path reads both."""
+
+    def __init__(self, env: gym.Env, key: str):
+        super().__init__(env)
+        self.key = key
+        self.observation_space = env.observation_space[key]
+
+    def split(self, obs: dict, info: dict) -> tuple[Any, dict]:
+        return obs[self.key], {**info, ACTION_MASK: obs[ACTION_MASK]}
+
+    def reset(self, **kwargs):
+        return self.split(*self.env.reset(**kwargs))
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, info = self.split(obs, info)
+        return obs, reward, terminated, truncated, info
+
+
+def with_action_mask_moved(env: gym.Env) -> gym.Env:
+    """`env`, wrapped by ActionMaskInObservation where its observation is a Dict of an action mask and one
+    other part."""
+    space = env.observation_space
+    if not (isinstance(space, gym.spaces.Dict) and ACTION_MASK in space.spaces):
+        return env
+    rest = [key for key in space.spaces if key != ACTION_MASK]
+    if len(rest) != 1:
+        raise EnvError(f"unsupported observation space {space}: beside its {ACTION_MASK!r}, a Dict observation "
+                       f"must have one Box")
+    return ActionMaskInObservation(env, rest[0])
+
+
+def action_mask_problem(mask, spec: "EnvSpec") -> Optional[str]:
+    """What is wrong with one env's action mask, in words, or None: a mask is a bool (or 0/1) array of the
+    action space's size (a multi-part action's parts one after another) that allows an action in each part."""
+    if mask is None:
+        return f"no {ACTION_MASK} in its info, where its first reset gave one"
+    mask = np.asarray(mask)
+    if mask.shape != (spec.num_actions,):
+        return f"an {ACTION_MASK} of shape {mask.shape}, where its action space {spec.action_space} needs ({spec.num_actions},)"
+    if not np.isin(mask, (0, 1)).all():
+        return f"an {ACTION_MASK} of values other than 0 and 1 (or False and True)"
+    bounds = np.cumsum((0, *(spec.action_parts or (spec.num_actions,))))
+    if not all(mask[start:end].any() for start, end in zip(bounds[:-1], bounds[1:])):
+        return f"an {ACTION_MASK} that allows no action" + (" in a part" if spec.action_parts else "")
+    return None
 
 
 def rendering(render_mode: Optional[str]) -> dict:
@@ -112,6 +170,7 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
+        env = with_action_mask_moved(env)
         describe(env)
     except EnvError:
         env.close()
@@ -128,7 +187,8 @@ def describe(env: gym.Env) -> EnvSpec:
         raise EnvError(f"unsupported observation space {obs_space}: a flat Box or stacked uint8 frames are needed")
     observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
                    "obs_dtype": np.uint8 if frames else np.float32,
-                   "observation_space": obs_space, "action_space": action_space}
+                   "observation_space": obs_space, "action_space": action_space,
+                   "action_mask": "observation" if isinstance(env, ActionMaskInObservation) else None}
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):
@@ -153,20 +213,48 @@ def describe(env: gym.Env) -> EnvSpec:
 
 @functools.cache
 def env_spec(env_id: str) -> EnvSpec:
-    """The spec of `env_id`'s envs, from one made and closed; once per process (and a forked worker
+    """The spec of `env_id`'s envs, from one made, reset and closed; once per process (and a forked worker
     inherits its trainer's): making an Atari env loads its ROM, about 0.25 s."""
     env = make_env(env_id)
     try:
-        return describe(env)
+        return with_action_mask(describe(env), env, env_id)
     finally:
         env.close()
+
+
+def with_action_mask(spec: EnvSpec, env: gym.Env, env_id: str) -> EnvSpec:
+    """`spec` with the source of the env's action mask, if its first reset gives one: checked there and,
+    for an env that gives one, after a first legal step too (a mask only in the reset's info is a common
+    slip, refused here in one line rather than in a worker)."""
+    try:
+        _, info = env.reset(seed=0)
+    except Exception as error:
+        raise EnvError(f"env {env_id} at its first reset raised {type(error).__name__}: {first_line(error)}") from error
+    if spec.action_mask is None and ACTION_MASK not in info:
+        return spec
+    spec = dataclasses.replace(spec, action_mask=spec.action_mask or "info")
+    if spec.continuous:
+        raise EnvError(f"env {env_id} gives an {ACTION_MASK}, which needs a Discrete, MultiDiscrete or MultiBinary "
+                       f"action space, not {spec.action_space}")
+    problem = action_mask_problem(info.get(ACTION_MASK), spec)
+    where = "its first reset"
+    if problem is None:
+        legal = distribution(spec).greedy(mask_logits(np.zeros((1, spec.num_actions), np.float32),
+                                                      np.asarray(info[ACTION_MASK], dtype=bool)[None]))
+        _, _, terminated, truncated, info = env.step(spec.env_actions(legal)[0])
+        # an episode's last step needs no mask: the next reset's is the one acted on
+        problem = None if terminated or truncated else action_mask_problem(info.get(ACTION_MASK), spec)
+        where = "its first step"
+    if problem is not None:
+        raise EnvError(f"env {env_id} at {where}: {problem}")
+    return spec
 
 
 @dataclass
 class StepResult:
     """One step of every environment in a batch."""
 
-    obs: np.ndarray  # [K, *obs_shape], the observation to act on next
+    obs: np.ndarray  # [K, *obs_shape], the observation to act on next (its action mask: the batch's action_mask)
     rewards: np.ndarray  # [K], float32
     terminated: np.ndarray  # [K], bool
     truncated: np.ndarray  # [K], bool
@@ -187,7 +275,7 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[gym.vector.VectorEnv, E
     """A gymnasium vector env (next-step autoreset) of checked envs, numpy-vectorised where possible,
     and the spec of its envs."""
     spec = env_spec(env_id)  # the one-line errors of make_env
-    if has_vector_entry_point(env_id):
+    if has_vector_entry_point(env_id) and spec.action_mask is None:  # a mask is read from a loop's infos
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"), spec
     return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs), spec
 
@@ -203,7 +291,8 @@ def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
         spec = env_spec(env_id)  # the one-line errors of make_env, the extra's included
         ale_seeds = np.array(seeds, dtype=np.int64) % 2**31  # ALE takes int32, and -1 for "unseeded"
         return VectorEnvBatch(make_atari_vector(env_id, len(seeds), training=True), spec, ale_seeds)
-    if len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id):
+    if (len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id)
+            and env_spec(env_id).action_mask is None):
         vector_env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
         return VectorEnvBatch(vector_env, env_spec(env_id), vector_seed)
     return EnvBatch(env_id, seeds)
@@ -224,15 +313,17 @@ class EnvBatch:
     def __init__(self, env_id: str, seeds: list[int]):
         self.env_id = env_id
         self.envs = [make_env(env_id) for _ in seeds]
-        self.spec = describe(self.envs[0])
+        self.spec = env_spec(env_id)
         size = len(self.envs)
         self.steps = 0  # batch steps taken: where a fault is reported
         self.fitting_dtypes = {np.dtype(self.spec.obs_dtype)}  # those seen to cast to the declared one
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)
         self.obs = np.zeros((size, *self.spec.obs_shape), dtype=self.spec.obs_dtype)
+        # [K, actions]: the legal actions in self.obs, True where legal; None for an env without masks
+        self.action_mask = None if self.spec.action_mask is None else np.zeros((size, self.spec.num_actions), bool)
         for i, (env, seed) in enumerate(zip(self.envs, seeds)):
-            self.obs[i] = self.reset(i, seed)
+            self.obs[i] = self.reset(i, self.action_mask, seed)
             env.action_space.seed(seed)
         self.check_finite(self.obs)
 
@@ -261,15 +352,26 @@ class EnvBatch:
             i = int(np.argmin(np.isfinite(obs).reshape(len(obs), -1).all(axis=1)))
             raise self.fault(i, "a NaN or infinite observation")
 
-    def reset(self, i: int, seed: Optional[int] = None) -> np.ndarray:
+    def reset(self, i: int, masks: Optional[np.ndarray], seed: Optional[int] = None) -> np.ndarray:
+        """Env i's first observation, its action mask written into `masks[i]`."""
         env = self.envs[i]
         try:
-            obs, _ = env.reset(seed=seed)
+            obs, info = env.reset(seed=seed)
         except Exception as error:
             raise self.fault(i, f"reset raised {type(error).__name__}: {first_line(error)}") from error
         if env.action_space != self.spec.action_space:
             raise self.fault(i, f"its action space became {env.action_space}, from {self.spec.action_space}")
+        if masks is None and ACTION_MASK in info:  # once an episode: a mask that comes only sometimes
+            raise self.fault(i, f"an {ACTION_MASK} in its info, where its first reset gave none")
+        self.read_mask(i, info, masks)
         return self.checked(i, obs)
+
+    def read_mask(self, i: int, info: dict, masks: Optional[np.ndarray]) -> None:
+        if masks is not None:
+            problem = action_mask_problem(info.get(ACTION_MASK), self.spec)
+            if problem is not None:
+                raise self.fault(i, problem)
+            masks[i] = info[ACTION_MASK]
 
     def step(self, actions: np.ndarray) -> StepResult:
         size = len(self.envs)
@@ -279,11 +381,12 @@ class EnvBatch:
         terminated = np.zeros(size, dtype=bool)
         truncated = np.zeros(size, dtype=bool)
         finished_returns, finished_lengths = [], []
+        next_masks = None if self.action_mask is None else np.empty_like(self.action_mask)
         env_actions = self.spec.env_actions(actions)
         self.steps += 1
         for i, env in enumerate(self.envs):
             try:
-                obs, reward, term, trunc, _ = env.step(env_actions[i])
+                obs, reward, term, trunc, info = env.step(env_actions[i])
             except Exception as error:
                 raise self.fault(i, f"step raised {type(error).__name__}: {first_line(error)}") from error
             obs = self.checked(i, obs)
@@ -297,12 +400,14 @@ class EnvBatch:
                 finished_returns.append(float(self._returns[i]))
                 finished_lengths.append(int(self._lengths[i]))
                 self._returns[i], self._lengths[i] = 0.0, 0
-                obs = self.reset(i)
+                obs = self.reset(i, next_masks)  # the last step's mask is of no use: the reset's is acted on
+            elif next_masks is not None:
+                self.read_mask(i, info, next_masks)
             next_obs[i] = obs
         self.check_finite(next_obs)
         if truncated.any():
             self.check_finite(final_obs)
-        self.obs = next_obs
+        self.obs, self.action_mask = next_obs, next_masks
         return StepResult(next_obs, rewards, terminated, truncated, final_obs,
                           finished_returns, finished_lengths, np.ones(size, dtype=bool))
 
@@ -325,6 +430,7 @@ class VectorEnvBatch:
         self.spec = spec
         self.env = env
         self.obs, _ = self.env.reset(seed=seed)
+        self.action_mask = None  # envs with masks are stepped by EnvBatch
         size = self.env.num_envs
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)

@@ -116,7 +116,9 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
                                            ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
+                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"]),
+                                           ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
+                                           ("tests.masked_env:MaskedCueResetOnly-v0", ["first step", "no action_mask"])])
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
     result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, *words)

@@ -120,3 +120,44 @@ def test_vector_batch_marks_the_reset_step_after_an_episode_ends_as_not_valid():
     assert len(finished) >= 3
     # CartPole pays 1 per real step, so each episode's return equals its length
     assert all(ret == length and length > 1 for ret, length in finished)
+
+
+MASKED = "tests.masked_env:"  # MaskedCue: two of four actions legal each step, an illegal one pays -1 and ends
+
+
+@pytest.mark.parametrize("env_id, source", [("MaskedCue-v0", "info"), ("MaskedCueDict-v0", "observation")])
+def test_an_env_batch_gives_the_action_mask_of_the_observation_it_hands_over(env_id, source):
+    """From the info or from a Dict observation's "action_mask" key, whose other key is then the observation."""
+    spec = env_spec(MASKED + env_id)
+    assert spec.action_mask == source and spec.obs_shape == (4,) and env_spec(CUE).action_mask is None
+    batch = EnvBatch(MASKED + env_id, seeds=list(range(8)))
+    assert batch.obs.shape == (8, 4) and (batch.obs.sum(axis=1) == 1).all()
+    for _ in range(12):  # across episode ends: a reset's mask replaces the ended episode's
+        assert (batch.action_mask.sum(axis=1) == 2).all()
+        result = batch.step(batch.action_mask.argmax(axis=1))  # a legal action in every env
+        assert (result.rewards >= 0).all()
+    illegal = batch.step(batch.action_mask.argmin(axis=1))
+    assert (illegal.rewards == -1).all() and illegal.terminated.all()
+    assert isinstance(make_env_batch(MASKED + env_id, list(range(8)), vector_seed=0), EnvBatch)
+    batch.close()
+
+
+@pytest.mark.parametrize("env_id, words", [
+    ("MaskedCueWrongSize-v0", "at its first reset: an action_mask of shape (3,), where its action space Discrete(4) "
+                              "needs (4,)"),
+    ("MaskedCueResetOnly-v0", "at its first step: no action_mask in its info, where its first reset gave one")])
+def test_a_mask_of_the_wrong_size_or_only_in_the_reset_is_refused_in_one_line(env_id, words):
+    with pytest.raises(EnvError) as info:
+        env_spec(MASKED + env_id)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("env_id, words", [("MaskedCueStops-v0", "no action_mask in its info, where its first reset gave one"),
+                                           ("MaskedCueStarts-v0", "an action_mask in its info, where its first reset gave none")])
+def test_a_mask_that_comes_only_sometimes_fails_the_batch_in_one_line(env_id, words):
+    batch = EnvBatch(MASKED + env_id, seeds=[0])
+    with pytest.raises(EnvError) as info:
+        for _ in range(100):
+            masked = batch.action_mask is not None  # MaskedCueStarts: none, until a reset gives one
+            batch.step(batch.action_mask.argmax(axis=1) if masked else np.zeros(1, dtype=np.int64))
+    assert words in str(info.value) and "\n" not in str(info.value)
