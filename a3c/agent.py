@@ -9,11 +9,12 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .checkpoint import check_action_mask, load_checkpoint
+from .checkpoint import check_spaces, load_checkpoint
 from .config import Config
 from .distributions import distribution, mask_logits
 from .envs import EnvError, EnvSpec, env_spec
 from .model import Network, build_model
+from .observation_parts import flatten_batch
 from .policies import make_policy
 
 
@@ -46,7 +47,10 @@ class Agent:
             action_mask: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
         """Actions for a batch `obs` [B, *obs_shape], and the next state. `deterministic`: the greedy
         action (argmax, or the mean); else a sample of the policy's distribution. `action_mask` [B, n]
-        (True or 1 where legal; a multi-part action's parts one after another): only legal actions are taken."""
+        (True or 1 where legal; a multi-part action's parts one after another): only legal actions are taken.
+        A Dict observation's batch may come as a dict of each part's batch, a Tuple's as a tuple of them."""
+        if self.spec.obs_parts is not None and isinstance(obs, (dict, tuple)):
+            obs = flatten_batch(self.spec.obs_parts, obs)
         obs = np.asarray(obs, dtype=self.spec.obs_dtype)
         if obs.shape[1:] != self.spec.obs_shape:
             raise ValueError(f"obs must be a batch [B, {', '.join(map(str, self.spec.obs_shape))}], "
@@ -76,7 +80,7 @@ def model_from_checkpoint(payload: dict, env_id: Optional[str] = None) -> tuple[
     if env_id is not None:
         config = config.replace(env=env_id)
     spec = env_spec(config.env)
-    check_action_mask(payload, spec, config.env)
+    check_spaces(payload, spec, config.env)
     model = build_model(config, spec)
     try:
         model.load_state_dict(payload["model"])

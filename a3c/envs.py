@@ -12,6 +12,7 @@ import numpy as np
 
 from .distributions import distribution, mask_logits
 from .errors import EnvError, first_line
+from .observation_parts import FlatObservation, with_flat_observation
 from .presets import is_atari, is_minatar
 
 
@@ -35,6 +36,17 @@ class EnvSpec:
     # where the env's invalid-action mask comes from: "info" (info["action_mask"]), "observation" (a Dict
     # observation's "action_mask" key, moved into the info by ActionMaskInObservation), or None: no mask
     action_mask: Optional[str] = None
+    # a Dict or Tuple observation's parts (a3c/observation_parts.py), carried as one flat float32 vector;
+    # None for a flat Box or frames
+    obs_parts: Optional[tuple] = None
+
+    def record(self) -> dict:
+        """What a checkpoint keeps of the spaces: both in words, the observation's parts as the network reads
+        them (None for a flat Box or frames), and where the action mask comes from."""
+        parts = None if self.obs_parts is None else [f"{part.key}: {part.kind} {list(part.shape)}"
+                                                     for part in self.obs_parts]
+        return {"observation_space": str(self.observation_space), "action_space": str(self.action_space),
+                "observation_parts": parts, "action_mask": self.action_mask}
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete (or MultiDiscrete) start,
@@ -48,16 +60,19 @@ ACTION_MASK = "action_mask"  # the info key (and Dict observation key) of an inv
 
 
 class ActionMaskInObservation(gym.Wrapper):
-    """A Dict observation of an "action_mask" key and one Box: the Box becomes the observation and the mask
-    moves into the info, where an env that gives its mask in the info has it, so one path reads both."""
+    """A Dict observation with an "action_mask" key: the mask moves into the info, where an env that gives
+    its mask in the info has it, so one path reads both; the observation is the Dict's one other part, or
+    a Dict of its other parts."""
 
-    def __init__(self, env: gym.Env, key: str):
+    def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.key = key
-        self.observation_space = env.observation_space[key]
+        rest = {key: space for key, space in env.observation_space.spaces.items() if key != ACTION_MASK}
+        self.key = next(iter(rest)) if len(rest) == 1 else None
+        self.observation_space = rest[self.key] if self.key is not None else gym.spaces.Dict(rest)
 
     def split(self, obs: dict, info: dict) -> tuple[Any, dict]:
-        return obs[self.key], {**info, ACTION_MASK: obs[ACTION_MASK]}
+        rest = obs[self.key] if self.key is not None else {k: v for k, v in obs.items() if k != ACTION_MASK}
+        return rest, {**info, ACTION_MASK: obs[ACTION_MASK]}
 
     def reset(self, **kwargs):
         return self.split(*self.env.reset(**kwargs))
@@ -69,16 +84,23 @@ class ActionMaskInObservation(gym.Wrapper):
 
 
 def with_action_mask_moved(env: gym.Env) -> gym.Env:
-    """`env`, wrapped by ActionMaskInObservation where its observation is a Dict of an action mask and one
-    other part."""
+    """`env`, wrapped by ActionMaskInObservation where its observation is a Dict with an action mask."""
     space = env.observation_space
     if not (isinstance(space, gym.spaces.Dict) and ACTION_MASK in space.spaces):
         return env
-    rest = [key for key in space.spaces if key != ACTION_MASK]
-    if len(rest) != 1:
+    if len(space.spaces) == 1:
         raise EnvError(f"unsupported observation space {space}: beside its {ACTION_MASK!r}, a Dict observation "
-                       f"must have one Box")
-    return ActionMaskInObservation(env, rest[0])
+                       f"needs a part to observe")
+    return ActionMaskInObservation(env)
+
+
+def wrapped_by(env: gym.Env, kind: type) -> Optional[gym.Wrapper]:
+    """The wrapper of type `kind` around `env`, if any."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, kind):
+            return env
+        env = env.env
+    return None
 
 
 def action_mask_problem(mask, spec: "EnvSpec") -> Optional[str]:
@@ -170,7 +192,7 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
-        env = with_action_mask_moved(env)
+        env = with_flat_observation(with_action_mask_moved(env))
         describe(env)
     except EnvError:
         env.close()
@@ -184,11 +206,16 @@ def describe(env: gym.Env) -> EnvSpec:
     flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
     frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
     if not (flat or frames):
-        raise EnvError(f"unsupported observation space {obs_space}: a flat Box or stacked uint8 frames are needed")
+        raise EnvError(f"unsupported observation space {obs_space}: a flat Box, stacked uint8 frames, or a Dict or "
+                       f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed")
+    structured = wrapped_by(env, FlatObservation)
     observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
                    "obs_dtype": np.uint8 if frames else np.float32,
-                   "observation_space": obs_space, "action_space": action_space,
-                   "action_mask": "observation" if isinstance(env, ActionMaskInObservation) else None}
+                   # a --model is built for the env's own space: a Dict or Tuple where the network reads its parts
+                   "observation_space": obs_space if structured is None else structured.structured_space,
+                   "obs_parts": None if structured is None else structured.parts,
+                   "action_space": action_space,
+                   "action_mask": "observation" if wrapped_by(env, ActionMaskInObservation) else None}
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):

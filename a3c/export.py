@@ -102,6 +102,7 @@ def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path)
     metadata = {"a3c_version": __version__, "env": config.env, "opset": str(OPSET),
                 "observation_space": str(spec.observation_space), "action_space": str(spec.action_space),
                 "recurrent": str(bool(state)).lower(), "action_mask": str(spec.action_mask).lower(),
+                "observation_parts": ", ".join(spec.record()["observation_parts"] or ["none"]),
                 "inputs": ", ".join(inputs), "outputs": ", ".join(outputs)}
     graph = onnx.load(str(path))
     onnx.helper.set_model_props(graph, metadata)

@@ -5,7 +5,8 @@
   (cue, cue + 1, ... mod ACTIONS): the first legal one in that order pays 1 / EPISODE, another legal one 0,
   an illegal one -1 and ends the episode. Random legal play earns 0.5; the greedy argmax over the legal
   actions of a policy that ranks them earns 1; a policy blind to the mask keeps ending its episodes.
-- MaskedCueDict-v0: the same with the mask in the observation, a Dict of "cue" and "action_mask".
+- MaskedCueDict-v0: the same with the mask in the observation, a Dict of "cue" and "action_mask";
+  MaskedCueParts-v0 adds a part, "step" (a Discrete count of the episode's steps).
 - MaskedCueWrongSize-v0: a mask of ACTIONS - 1 entries; MaskedCueResetOnly-v0: a mask in the reset's info
   only. The trainer refuses both in one line.
 - MaskedCueStops-v0: its steps' masks stop after its LATE-th step; MaskedCueStarts-v0: its first reset
@@ -25,11 +26,12 @@ class MaskedCueEnv(gym.Env):
     metadata = {"render_modes": []}
     action_space = gym.spaces.Discrete(ACTIONS)
 
-    def __init__(self, in_observation: bool = False, fault: str = ""):
-        self.in_observation, self.fault = in_observation, fault
+    def __init__(self, in_observation: bool = False, fault: str = "", step_part: bool = False):
+        self.in_observation, self.fault, self.step_part = in_observation, fault, step_part
         self.steps = self.resets = 0
         cue = gym.spaces.Box(0.0, 1.0, (ACTIONS,), np.float32)
-        self.observation_space = (gym.spaces.Dict({"cue": cue, "action_mask": gym.spaces.MultiBinary(ACTIONS)})
+        step = {"step": gym.spaces.Discrete(EPISODE)} if step_part else {}
+        self.observation_space = (gym.spaces.Dict({"cue": cue, **step, "action_mask": gym.spaces.MultiBinary(ACTIONS)})
                                   if in_observation else cue)
 
     def draw(self) -> None:
@@ -46,7 +48,8 @@ class MaskedCueEnv(gym.Env):
         cue[self.cue] = 1.0
         mask = self.mask[:-1] if self.fault == "size" else self.mask
         if self.in_observation:
-            return {"cue": cue, "action_mask": mask}, {}
+            step = {"step": min(self.t, EPISODE - 1)} if self.step_part else {}
+            return {"cue": cue, **step, "action_mask": mask}, {}
         missing = {"reset-only": not resetting, "stops": self.steps > LATE, "starts": self.resets == 1}
         return cue, ({} if missing.get(self.fault) else {"action_mask": mask})
 
@@ -71,6 +74,7 @@ class MaskedCueEnv(gym.Env):
 
 
 for _id, _kwargs in (("MaskedCue-v0", {}), ("MaskedCueDict-v0", {"in_observation": True}),
+                     ("MaskedCueParts-v0", {"in_observation": True, "step_part": True}),
                      ("MaskedCueWrongSize-v0", {"fault": "size"}), ("MaskedCueResetOnly-v0", {"fault": "reset-only"}),
                      ("MaskedCueStops-v0", {"fault": "stops"}), ("MaskedCueStarts-v0", {"fault": "starts"})):
     if _id not in gym.registry:

@@ -116,7 +116,10 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
                                            ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"]),
+                                           ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
+                                           ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
+                                           ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
+                                           ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
                                            ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
                                            ("tests.masked_env:MaskedCueResetOnly-v0", ["first step", "no action_mask"])])
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):

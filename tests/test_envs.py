@@ -32,7 +32,10 @@ def test_unknown_module_is_an_env_error():
 
 @pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
                                            ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
+                                           ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
+                                           ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
+                                           ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
+                                           ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"])])
 def test_unsupported_spaces_are_refused_naming_the_space(env_id, words):
     with pytest.raises(EnvError) as info:
         make_env(env_id)
@@ -161,3 +164,26 @@ def test_a_mask_that_comes_only_sometimes_fails_the_batch_in_one_line(env_id, wo
             masked = batch.action_mask is not None  # MaskedCueStarts: none, until a reset gives one
             batch.step(batch.action_mask.argmax(axis=1) if masked else np.zeros(1, dtype=np.int64))
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("env_id, parts, first", [
+    ("tests.structured_env:CueAndBit-v0", ["0: one_hot [3]", "1: bits [1]"], None),
+    ("tests.structured_env:FrameAndVector-v0", ["frame: frames [1, 6, 6]", "vector: box [2]"], None),
+    ("tests.masked_env:MaskedCueParts-v0", ["cue: box [4]", "step: one_hot [5]"], "observation")])
+def test_a_dict_or_tuple_observation_becomes_its_parts_encoded_side_by_side(env_id, parts, first):
+    """A Discrete part one-hot, bits and frames as floats, a Box as it is; an action mask beside two parts."""
+    spec = env_spec(env_id)
+    assert spec.record()["observation_parts"] == parts and spec.action_mask == first
+    assert isinstance(spec.observation_space, (gym.spaces.Dict, gym.spaces.Tuple))  # what a --model is built for
+    raw, wrapped = gym.make(env_id), make_env(env_id)
+    for seed in range(6):
+        obs, _ = raw.reset(seed=seed)
+        flat, _ = wrapped.reset(seed=seed)
+        assert flat.shape == spec.obs_shape and flat.dtype == np.float32
+        if env_id.endswith("CueAndBit-v0"):
+            assert flat.tolist() == [float(obs[0] == k) for k in range(3)] + [float(obs[1][0])]
+        elif env_id.endswith("FrameAndVector-v0"):
+            assert flat.tolist() == obs["frame"].ravel().astype(float).tolist() + obs["vector"].tolist()
+        else:
+            assert flat.tolist() == obs["cue"].tolist() + [1.0, 0, 0, 0, 0]  # step 0 of 5
+    assert make_env_batch(env_id, list(range(8)), vector_seed=0).obs.shape == (8, *spec.obs_shape)

@@ -36,6 +36,7 @@ def test_without_replay_the_learner_keeps_no_memory_and_replays_nothing():
     {"env": "tests.cue_env:CueTruncated-v0", "envs_per_process": 3},  # time limits: bootstraps from final_obs
     {"normalize_obs": True},
     {"env": "tests.masked_env:MaskedCue-v0"},  # action masks: the replay scores the masked policy that acted
+    {"env": "tests.structured_env:FrameAndVector-v0", "normalize_obs": True},  # a Dict observation, stored flat
 ])
 def test_replaying_a_rollout_at_once_gives_exactly_the_on_policy_gradient(options, monkeypatch):
     """Same weights and noise: every ratio is 1, so V-trace is GAE and the update is the on-policy one."""
