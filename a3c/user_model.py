@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .combined import unflatten
 from .config import ConfigError
 from .errors import first_line
-from .combined import unflatten
 from .model import Network, State
 from .observation_parts import flatten_one
 

@@ -6,7 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from a3c.envs import EnvBatch, EnvError, VectorEnvBatch, env_spec, make_env, make_env_batch
+from a3c.envs import EnvBatch, EnvError, VectorEnvBatch, action_mask_problem, env_spec, make_env, make_env_batch
+from a3c.observation_parts import flatten_batch, observation_parts
 
 CUE = "tests.cue_env:Cue-v0"
 
@@ -187,3 +188,32 @@ def test_a_dict_or_tuple_observation_becomes_its_parts_encoded_side_by_side(env_
         else:
             assert flat.tolist() == obs["cue"].tolist() + [1.0, 0, 0, 0, 0]  # step 0 of 5
     assert make_env_batch(env_id, list(range(8)), vector_seed=0).obs.shape == (8, *spec.obs_shape)
+
+
+def test_a_mask_is_checked_for_its_size_values_and_a_legal_choice_in_every_part():
+    multi = env_spec("tests.cue_env:MultiCue-v0")  # MultiDiscrete([3, 3]): a mask of 3 + 3
+    assert action_mask_problem([1, 0, 0, 0, 0, 1], multi) is None
+    assert action_mask_problem(np.array([True, False, True, False, True, True]), multi) is None
+    assert "allows no action in a part" in action_mask_problem([1, 1, 1, 0, 0, 0], multi)
+    assert "shape (3,)" in action_mask_problem([1, 1, 1], multi)
+    assert "values other than 0 and 1" in action_mask_problem([1, 0, 0, 0, 0.5, 1], multi)
+    assert action_mask_problem([0, 0, 0], env_spec(CUE)) == "an action_mask that allows no action"
+    assert "where its first reset gave one" in action_mask_problem(None, multi)
+
+
+def test_parts_are_encoded_by_their_kind_and_nested_ones_refused():
+    space = gym.spaces.Dict({"d": gym.spaces.Discrete(3, start=2), "m": gym.spaces.MultiDiscrete([2, 3]),
+                             "b": gym.spaces.Box(-1, 1, (2, 2)), "f": gym.spaces.Box(0, 255, (2, 3, 3), np.uint8),
+                             "bits": gym.spaces.MultiBinary(2)})
+    parts = observation_parts(space)  # in the space's order of keys: gymnasium sorts them
+    assert [(part.key, part.kind, part.size) for part in parts] == [
+        ("b", "box", 4), ("bits", "bits", 2), ("d", "one_hot", 3), ("f", "frames", 18), ("m", "one_hot", 5)]
+    obs = {"d": np.array([4, 2]), "m": np.array([[1, 0], [0, 2]]), "b": np.arange(8).reshape(2, 2, 2),
+           "f": np.full((2, 2, 3, 3), 255, np.uint8), "bits": np.array([[1, 0], [0, 1]])}
+    flat = flatten_batch(parts, obs)
+    assert flat[1, :4].tolist() == [4, 5, 6, 7] and flat[1, 4:6].tolist() == [0, 1] and (flat[:, 9:27] == 255).all()
+    assert flat[0, 6:9].tolist() == [0, 0, 1] and flat[1, 6:9].tolist() == [1, 0, 0]  # Discrete(3, start=2)
+    assert flat[0, 27:].tolist() == [0, 1, 1, 0, 0] and flat[1, 27:].tolist() == [1, 0, 0, 0, 1]
+    assert observation_parts(gym.spaces.Box(0, 1, (3,))) is None
+    with pytest.raises(EnvError, match="its part 'inner' is a Dict"):
+        observation_parts(gym.spaces.Dict({"inner": gym.spaces.Dict({"x": gym.spaces.Discrete(2)})}))
