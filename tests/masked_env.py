@@ -7,6 +7,7 @@
   actions of a policy that ranks them earns 1; a policy blind to the mask keeps ending its episodes.
 - MaskedCueDict-v0: the same with the mask in the observation, a Dict of "cue" and "action_mask";
   MaskedCueParts-v0 adds a part, "step" (a Discrete count of the episode's steps).
+- MaskedMultiCue-v0: two MaskedCue games at once, a MultiDiscrete([4, 4]) action and a mask of 4 + 4.
 - MaskedCueWrongSize-v0: a mask of ACTIONS - 1 entries; MaskedCueResetOnly-v0: a mask in the reset's info
   only. The trainer refuses both in one line.
 - MaskedCueStops-v0: its steps' masks stop after its LATE-th step; MaskedCueStarts-v0: its first reset
@@ -71,6 +72,36 @@ class MaskedCueEnv(gym.Env):
         self.draw()
         obs, info = self.observe(resetting=False)
         return obs, reward, self.t == EPISODE, False, info
+
+
+class MaskedMultiCueEnv(gym.Env):
+    """PARTS MaskedCue games at once, played by a MultiDiscrete([ACTIONS] * PARTS) action: the cues side by
+    side, the masks one after another, the rewards summed over the parts (an illegal part ends the episode)."""
+
+    PARTS = 2
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(0.0, 1.0, (PARTS * ACTIONS,), np.float32)
+    action_space = gym.spaces.MultiDiscrete([ACTIONS] * PARTS)
+
+    def __init__(self):
+        self.games = [MaskedCueEnv() for _ in range(self.PARTS)]
+
+    def joined(self, results: list[tuple]) -> tuple:
+        return np.concatenate([obs for obs, *_ in results]), {"action_mask": np.concatenate(
+            [info["action_mask"] for *_, info in results])}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.joined([game.reset(seed=None if seed is None else seed + k) for k, game in enumerate(self.games)])
+
+    def step(self, action):
+        results = [game.step(part) for game, part in zip(self.games, action)]
+        obs, info = self.joined([(obs, info) for obs, _, _, _, info in results])
+        return obs, sum(result[1] for result in results), any(result[2] for result in results), False, info
+
+
+if "MaskedMultiCue-v0" not in gym.registry:
+    gym.register(id="MaskedMultiCue-v0", entry_point=MaskedMultiCueEnv, reward_threshold=1.9)
 
 
 for _id, _kwargs in (("MaskedCue-v0", {}), ("MaskedCueDict-v0", {"in_observation": True}),

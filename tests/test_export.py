@@ -77,6 +77,7 @@ CASES = {
     "multi-binary": Config(env="tests.cue_env:CopyBits-v0", core="none"),
     "action-mask-in-info": Config(env="tests.masked_env:MaskedCue-v0"),
     "action-mask-in-observation": Config(env="tests.masked_env:MaskedCueDict-v0", core="none"),
+    "multi-discrete-action-mask": Config(env="tests.masked_env:MaskedMultiCue-v0"),
     "dict-observation": Config(env="tests.structured_env:FrameAndVector-v0", normalize_obs=True),
     "tuple-observation-user-module": Config(env="tests.structured_env:CueAndBit-v0", model="tests.user_models:parts"),
 }
@@ -85,8 +86,9 @@ CASES = {
 STATE_NAMES = {"cartpole-lstm": ["h", "c"], "cartpole-feed-forward": [], "pendulum-box-normalised": ["h", "c"],
                "pendulum-user-module": [], "cartpole-recurrent-user-module": ["state_0"], "multi-discrete": ["h", "c"],
                "multi-binary": [], "action-mask-in-info": ["h", "c"], "action-mask-in-observation": [],
-               "dict-observation": ["h", "c"], "tuple-observation-user-module": []}
-MASKED = {"action-mask-in-info", "action-mask-in-observation"}
+               "multi-discrete-action-mask": ["h", "c"], "dict-observation": ["h", "c"],
+               "tuple-observation-user-module": []}
+MASKED = {"action-mask-in-info", "action-mask-in-observation", "multi-discrete-action-mask"}
 
 
 @pytest.mark.parametrize("name", CASES)
