@@ -250,9 +250,8 @@ def env_spec(env_id: str) -> EnvSpec:
 
 
 def with_action_mask(spec: EnvSpec, env: gym.Env, env_id: str) -> EnvSpec:
-    """`spec` with the source of the env's action mask, if its first reset gives one: checked there and,
-    for an env that gives one, after a first legal step too (a mask only in the reset's info is a common
-    slip, refused here in one line rather than in a worker)."""
+    """`spec` with the source of the env's action mask, if its first reset gives one; its masks are then
+    checked over MASK_PROBE_STEPS legal steps (probe_action_masks)."""
     try:
         _, info = env.reset(seed=0)
     except Exception as error:
@@ -263,18 +262,32 @@ def with_action_mask(spec: EnvSpec, env: gym.Env, env_id: str) -> EnvSpec:
     if spec.continuous:
         raise EnvError(f"env {env_id} gives an {ACTION_MASK}, which needs a Discrete, MultiDiscrete or MultiBinary "
                        f"action space, not {spec.action_space}")
-    problem = action_mask_problem(info.get(ACTION_MASK), spec)
+    probe_action_masks(spec, env, env_id, info)
+    return spec
+
+
+# steps an env with masks is played at start-up, taking the first legal action: a mask it forgets after
+# its first reset or step (a common slip) is refused there, in one line and exit code 2, not in a worker
+MASK_PROBE_STEPS = 100
+
+
+def probe_action_masks(spec: EnvSpec, env: gym.Env, env_id: str, info: dict) -> None:
+    """Raise an EnvError naming the reset or step where a mask is missing or wrong."""
     where = "its first reset"
-    if problem is None:
+    for step in range(1, MASK_PROBE_STEPS + 1):
+        problem = action_mask_problem(info.get(ACTION_MASK), spec)
+        if problem is not None:
+            raise EnvError(f"env {env_id} at {where}: {problem}")
         legal = distribution(spec).greedy(mask_logits(np.zeros((1, spec.num_actions), np.float32),
                                                       np.asarray(info[ACTION_MASK], dtype=bool)[None]))
-        _, _, terminated, truncated, info = env.step(spec.env_actions(legal)[0])
-        # an episode's last step needs no mask: the next reset's is the one acted on
-        problem = None if terminated or truncated else action_mask_problem(info.get(ACTION_MASK), spec)
-        where = "its first step"
-    if problem is not None:
-        raise EnvError(f"env {env_id} at {where}: {problem}")
-    return spec
+        try:
+            _, _, terminated, truncated, info = env.step(spec.env_actions(legal)[0])
+            if terminated or truncated:  # an episode's last step needs no mask: the next reset's is acted on
+                _, info = env.reset()
+        except Exception as error:
+            raise EnvError(f"env {env_id} at its step {step} raised {type(error).__name__}: "
+                           f"{first_line(error)}") from error
+        where = f"its reset after step {step}" if terminated or truncated else f"its step {step}"
 
 
 @dataclass

@@ -9,7 +9,7 @@
   MaskedCueParts-v0 adds a part, "step" (a Discrete count of the episode's steps).
 - MaskedMultiCue-v0: two MaskedCue games at once, a MultiDiscrete([4, 4]) action and a mask of 4 + 4.
 - MaskedCueWrongSize-v0: a mask of ACTIONS - 1 entries; MaskedCueResetOnly-v0: a mask in the reset's info
-  only. The trainer refuses both in one line.
+  only; MaskedCueFirstEpisode-v0: masks in its first episode only. The trainer refuses each at start-up.
 - MaskedCueStops-v0: its steps' masks stop after its LATE-th step; MaskedCueStarts-v0: its first reset
   gives no mask, its later ones do. Each fails the worker that steps it, in one line.
 """
@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 ACTIONS, LEGAL, EPISODE = 4, 2, 5
-LATE = 10
+LATE = 200  # past the steps the trainer plays at start-up (a3c.envs.MASK_PROBE_STEPS)
 
 
 class MaskedCueEnv(gym.Env):
@@ -51,7 +51,8 @@ class MaskedCueEnv(gym.Env):
         if self.in_observation:
             step = {"step": min(self.t, EPISODE - 1)} if self.step_part else {}
             return {"cue": cue, **step, "action_mask": mask}, {}
-        missing = {"reset-only": not resetting, "stops": self.steps > LATE, "starts": self.resets == 1}
+        missing = {"reset-only": not resetting, "stops": self.steps > LATE, "starts": self.resets == 1,
+                   "first-episode": self.resets > 1}
         return cue, ({} if missing.get(self.fault) else {"action_mask": mask})
 
     def reset(self, *, seed=None, options=None):
@@ -107,6 +108,7 @@ if "MaskedMultiCue-v0" not in gym.registry:
 for _id, _kwargs in (("MaskedCue-v0", {}), ("MaskedCueDict-v0", {"in_observation": True}),
                      ("MaskedCueParts-v0", {"in_observation": True, "step_part": True}),
                      ("MaskedCueWrongSize-v0", {"fault": "size"}), ("MaskedCueResetOnly-v0", {"fault": "reset-only"}),
+                     ("MaskedCueFirstEpisode-v0", {"fault": "first-episode"}),
                      ("MaskedCueStops-v0", {"fault": "stops"}), ("MaskedCueStarts-v0", {"fault": "starts"})):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=MaskedCueEnv, kwargs=_kwargs, reward_threshold=0.95)

@@ -121,7 +121,8 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
                                            ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
                                            ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
                                            ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
-                                           ("tests.masked_env:MaskedCueResetOnly-v0", ["first step", "no action_mask"])])
+                                           ("tests.masked_env:MaskedCueFirstEpisode-v0",
+                                            ["reset after step 5", "no action_mask"])])
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
     result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, *words)

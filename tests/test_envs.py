@@ -149,8 +149,9 @@ def test_an_env_batch_gives_the_action_mask_of_the_observation_it_hands_over(env
 @pytest.mark.parametrize("env_id, words", [
     ("MaskedCueWrongSize-v0", "at its first reset: an action_mask of shape (3,), where its action space Discrete(4) "
                               "needs (4,)"),
-    ("MaskedCueResetOnly-v0", "at its first step: no action_mask in its info, where its first reset gave one")])
-def test_a_mask_of_the_wrong_size_or_only_in_the_reset_is_refused_in_one_line(env_id, words):
+    ("MaskedCueResetOnly-v0", "at its step 1: no action_mask in its info, where its first reset gave one"),
+    ("MaskedCueFirstEpisode-v0", "at its reset after step 5: no action_mask in its info, where its first reset gave one")])
+def test_a_mask_of_the_wrong_size_or_that_comes_only_sometimes_is_refused_at_start_up(env_id, words):
     with pytest.raises(EnvError) as info:
         env_spec(MASKED + env_id)
     assert words in str(info.value) and "\n" not in str(info.value)
@@ -158,10 +159,10 @@ def test_a_mask_of_the_wrong_size_or_only_in_the_reset_is_refused_in_one_line(en
 
 @pytest.mark.parametrize("env_id, words", [("MaskedCueStops-v0", "no action_mask in its info, where its first reset gave one"),
                                            ("MaskedCueStarts-v0", "an action_mask in its info, where its first reset gave none")])
-def test_a_mask_that_comes_only_sometimes_fails_the_batch_in_one_line(env_id, words):
+def test_a_mask_that_stops_after_the_start_up_checks_fails_the_batch_in_one_line(env_id, words):
     batch = EnvBatch(MASKED + env_id, seeds=[0])
     with pytest.raises(EnvError) as info:
-        for _ in range(100):
+        for _ in range(300):
             masked = batch.action_mask is not None  # MaskedCueStarts: none, until a reset gives one
             batch.step(batch.action_mask.argmax(axis=1) if masked else np.zeros(1, dtype=np.int64))
     assert words in str(info.value) and "\n" not in str(info.value)
