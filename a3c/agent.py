@@ -9,11 +9,12 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .checkpoint import load_checkpoint
+from .checkpoint import check_spaces, load_checkpoint
 from .config import Config
-from .distributions import distribution
+from .distributions import distribution, mask_logits
 from .envs import EnvError, EnvSpec, env_spec
 from .model import Network, build_model
+from .observation_parts import flatten_batch
 from .policies import make_policy
 
 
@@ -42,10 +43,14 @@ class Agent:
         return self.policy.initial_state(batch_size)
 
     @torch.no_grad()
-    def act(self, obs, state: Any = None, deterministic: bool = True,
-            episode_start: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
+    def act(self, obs, state: Any = None, deterministic: bool = True, episode_start: Optional[np.ndarray] = None,
+            action_mask: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
         """Actions for a batch `obs` [B, *obs_shape], and the next state. `deterministic`: the greedy
-        action (argmax, or the mean); else a sample of the policy's distribution."""
+        action (argmax, or the mean); else a sample of the policy's distribution. `action_mask` [B, n]
+        (True or 1 where legal; a multi-part action's parts one after another): only legal actions are taken.
+        A Dict observation's batch may come as a dict of each part's batch, a Tuple's as a tuple of them."""
+        if self.spec.obs_parts is not None and isinstance(obs, (dict, tuple)):
+            obs = flatten_batch(self.spec.obs_parts, obs)
         obs = np.asarray(obs, dtype=self.spec.obs_dtype)
         if obs.shape[1:] != self.spec.obs_shape:
             raise ValueError(f"obs must be a batch [B, {', '.join(map(str, self.spec.obs_shape))}], "
@@ -55,9 +60,18 @@ class Agent:
         elif episode_start is not None:
             state = self.policy.restart(state, np.asarray(episode_start, dtype=bool))
         head, _, state = self.policy.act(obs, state, record=False)
+        if action_mask is not None:
+            head = mask_logits(head, self.checked_mask(action_mask, len(obs)))
         actions = (self.distribution.greedy(head) if deterministic
                    else self.distribution.sample(head, self.policy.log_std, self.rng))
         return self.spec.env_actions(actions), state
+
+    def checked_mask(self, action_mask, batch: int) -> np.ndarray:
+        mask = np.asarray(action_mask)
+        if self.spec.continuous or mask.shape != (batch, self.spec.num_actions):
+            raise ValueError(f"action_mask must be a batch [{batch}, {self.spec.num_actions}] for the action space "
+                             f"{self.spec.action_space}, got shape {list(mask.shape)}")
+        return mask.astype(bool, copy=False)
 
 
 def model_from_checkpoint(payload: dict, env_id: Optional[str] = None) -> tuple[Network, Config, EnvSpec]:
@@ -66,6 +80,7 @@ def model_from_checkpoint(payload: dict, env_id: Optional[str] = None) -> tuple[
     if env_id is not None:
         config = config.replace(env=env_id)
     spec = env_spec(config.env)
+    check_spaces(payload, spec, config.env)
     model = build_model(config, spec)
     try:
         model.load_state_dict(payload["model"])

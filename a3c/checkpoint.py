@@ -37,9 +37,30 @@ OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, **extra) -> dict:
     """A checkpoint's contents: the config, a snapshot of the model's weights (live ones change under a
-    save), the env steps, and `extra` (a resumable one's optimizer state and counters, best.pt's eval return)."""
+    save), the env steps, the env's spaces (EnvSpec.record), and `extra` (a resumable one's optimizer
+    state and counters, best.pt's eval return)."""
+    from .envs import env_spec  # gymnasium: not for loading a checkpoint
     return {"config": config.to_dict(), "model": {k: v.clone() for k, v in model.state_dict().items()},
-            "env_steps": env_steps, "a3c_version": __version__, **extra}
+            "env_steps": env_steps, "a3c_version": __version__, "spaces": env_spec(config.env).record(), **extra}
+
+
+def check_spaces(payload: dict, spec, env_id: str) -> None:
+    """Refuse an env whose observation parts the network would read otherwise than the checkpoint's did
+    (their sizes may add up alike), or whose action mask comes from elsewhere (a policy trained with a mask
+    scored illegal actions at nothing). Older checkpoints keep no spaces and are not checked."""
+    saved, record = payload.get("spaces"), spec.record()
+    if saved is None:
+        return
+    if saved["observation_parts"] != record["observation_parts"]:
+        raise CheckpointError(f"the checkpoint's network read the observation parts {saved['observation_parts']}; "
+                              f"{env_id} gives {record['observation_parts']}")
+    if saved["action_mask"] != record["action_mask"]:
+        raise CheckpointError(f"the checkpoint's policy acted on an env with {mask_origin(saved['action_mask'])}; "
+                              f"{env_id} gives {mask_origin(record['action_mask'])}")
+
+
+def mask_origin(source) -> str:
+    return "no action mask" if source is None else f"its action mask in its {source}"
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:

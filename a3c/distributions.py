@@ -3,7 +3,8 @@ entropy, and their gradients with respect to the head (and the log std). All num
 
 Categorical for Discrete spaces (the head gives logits); for MultiDiscrete and MultiBinary
 spaces, one categorical per part over its slice of the head, the parts independent (a
-MultiBinary bit is a categorical of 2, a Bernoulli of logit l1 - l0). Gaussian for Box spaces:
+MultiBinary bit is a categorical of 2, a Bernoulli of logit l1 - l0); an env's invalid-action mask sets
+the logits of the illegal actions to a large negative number first (`mask_logits`). Gaussian for Box spaces:
 the head gives the mean, squashed into the action bounds, and the log standard
 deviation is one learned parameter per action dimension, independent of the
 state. That is the usual choice for actor-critic methods on continuous control:
@@ -18,6 +19,15 @@ import math
 import numpy as np
 
 LOG_2PI = math.log(2 * math.pi)
+# an illegal action's logit: its probability is exactly 0 in float32 and its term of the entropy, 0 * -1e9, is 0
+# (-inf would make it 0 * -inf, NaN); as a constant, it passes no gradient back to the head
+MASKED_LOGIT = -1e9
+
+
+def mask_logits(head: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The head with the logits of illegal actions (`mask` False) set to MASKED_LOGIT. Every distribution's
+    math below then holds for the masked policy: d loss / d head is 0 at an illegal action, as where's is."""
+    return np.where(mask, head, np.float32(MASKED_LOGIT)).astype(head.dtype, copy=False)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -9,7 +10,9 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
+from .distributions import distribution, mask_logits
 from .errors import EnvError, first_line
+from .observation_parts import FlatObservation, with_flat_observation
 from .presets import is_atari, is_minatar
 
 
@@ -30,6 +33,20 @@ class EnvSpec:
     # MultiDiscrete: the choices of each part (a categorical each); MultiBinary: 2 for each bit; None otherwise
     action_parts: Optional[tuple[int, ...]] = None
     action_dtype: type = np.int64  # what the env takes: MultiBinary's int8
+    # where the env's invalid-action mask comes from: "info" (info["action_mask"]), "observation" (a Dict
+    # observation's "action_mask" key, moved into the info by ActionMaskInObservation), or None: no mask
+    action_mask: Optional[str] = None
+    # a Dict or Tuple observation's parts (a3c/observation_parts.py), carried as one flat float32 vector;
+    # None for a flat Box or frames
+    obs_parts: Optional[tuple] = None
+
+    def record(self) -> dict:
+        """What a checkpoint keeps of the spaces: both in words, the observation's parts as the network reads
+        them (None for a flat Box or frames), and where the action mask comes from."""
+        parts = None if self.obs_parts is None else [f"{part.key}: {part.kind} {list(part.shape)}"
+                                                     for part in self.obs_parts]
+        return {"observation_space": str(self.observation_space), "action_space": str(self.action_space),
+                "observation_parts": parts, "action_mask": self.action_mask}
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete (or MultiDiscrete) start,
@@ -37,6 +54,69 @@ class EnvSpec:
         if self.continuous:
             return np.clip(actions, self.action_low, self.action_high)
         return (actions + self.action_start).astype(self.action_dtype, copy=False)
+
+
+ACTION_MASK = "action_mask"  # the info key (and Dict observation key) of an invalid-action mask
+
+
+class ActionMaskInObservation(gym.Wrapper):
+    """A Dict observation with an "action_mask" key: the mask moves into the info, where an env that gives
+    its mask in the info has it, so one path reads both; the observation is the Dict's one other part, or
+    a Dict of its other parts."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        rest = {key: space for key, space in env.observation_space.spaces.items() if key != ACTION_MASK}
+        self.key = next(iter(rest)) if len(rest) == 1 else None
+        self.observation_space = rest[self.key] if self.key is not None else gym.spaces.Dict(rest)
+
+    def split(self, obs: dict, info: dict) -> tuple[Any, dict]:
+        rest = obs[self.key] if self.key is not None else {k: v for k, v in obs.items() if k != ACTION_MASK}
+        return rest, {**info, ACTION_MASK: obs[ACTION_MASK]}
+
+    def reset(self, **kwargs):
+        return self.split(*self.env.reset(**kwargs))
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, info = self.split(obs, info)
+        return obs, reward, terminated, truncated, info
+
+
+def with_action_mask_moved(env: gym.Env) -> gym.Env:
+    """`env`, wrapped by ActionMaskInObservation where its observation is a Dict with an action mask."""
+    space = env.observation_space
+    if not (isinstance(space, gym.spaces.Dict) and ACTION_MASK in space.spaces):
+        return env
+    if len(space.spaces) == 1:
+        raise EnvError(f"unsupported observation space {space}: beside its {ACTION_MASK!r}, a Dict observation "
+                       f"needs a part to observe")
+    return ActionMaskInObservation(env)
+
+
+def wrapped_by(env: gym.Env, kind: type) -> Optional[gym.Wrapper]:
+    """The wrapper of type `kind` around `env`, if any."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, kind):
+            return env
+        env = env.env
+    return None
+
+
+def action_mask_problem(mask, spec: "EnvSpec") -> Optional[str]:
+    """What is wrong with one env's action mask, in words, or None: a mask is a bool (or 0/1) array of the
+    action space's size (a multi-part action's parts one after another) that allows an action in each part."""
+    if mask is None:
+        return f"no {ACTION_MASK} in its info, where its first reset gave one"
+    mask = np.asarray(mask)
+    if mask.shape != (spec.num_actions,):
+        return f"an {ACTION_MASK} of shape {mask.shape}, where its action space {spec.action_space} needs ({spec.num_actions},)"
+    if not np.isin(mask, (0, 1)).all():
+        return f"an {ACTION_MASK} of values other than 0 and 1 (or False and True)"
+    bounds = np.cumsum((0, *(spec.action_parts or (spec.num_actions,))))
+    if not all(mask[start:end].any() for start, end in zip(bounds[:-1], bounds[1:])):
+        return f"an {ACTION_MASK} that allows no action" + (" in a part" if spec.action_parts else "")
+    return None
 
 
 def rendering(render_mode: Optional[str]) -> dict:
@@ -112,6 +192,7 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
+        env = with_flat_observation(with_action_mask_moved(env))
         describe(env)
     except EnvError:
         env.close()
@@ -125,10 +206,16 @@ def describe(env: gym.Env) -> EnvSpec:
     flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
     frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
     if not (flat or frames):
-        raise EnvError(f"unsupported observation space {obs_space}: a flat Box or stacked uint8 frames are needed")
+        raise EnvError(f"unsupported observation space {obs_space}: a flat Box, stacked uint8 frames, or a Dict or "
+                       f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed")
+    structured = wrapped_by(env, FlatObservation)
     observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
                    "obs_dtype": np.uint8 if frames else np.float32,
-                   "observation_space": obs_space, "action_space": action_space}
+                   # a --model is built for the env's own space: a Dict or Tuple where the network reads its parts
+                   "observation_space": obs_space if structured is None else structured.structured_space,
+                   "obs_parts": None if structured is None else structured.parts,
+                   "action_space": action_space,
+                   "action_mask": "observation" if wrapped_by(env, ActionMaskInObservation) else None}
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):
@@ -153,20 +240,61 @@ def describe(env: gym.Env) -> EnvSpec:
 
 @functools.cache
 def env_spec(env_id: str) -> EnvSpec:
-    """The spec of `env_id`'s envs, from one made and closed; once per process (and a forked worker
+    """The spec of `env_id`'s envs, from one made, reset and closed; once per process (and a forked worker
     inherits its trainer's): making an Atari env loads its ROM, about 0.25 s."""
     env = make_env(env_id)
     try:
-        return describe(env)
+        return with_action_mask(describe(env), env, env_id)
     finally:
         env.close()
+
+
+def with_action_mask(spec: EnvSpec, env: gym.Env, env_id: str) -> EnvSpec:
+    """`spec` with the source of the env's action mask, if its first reset gives one; its masks are then
+    checked over MASK_PROBE_STEPS legal steps (probe_action_masks)."""
+    try:
+        _, info = env.reset(seed=0)
+    except Exception as error:
+        raise EnvError(f"env {env_id} at its first reset raised {type(error).__name__}: {first_line(error)}") from error
+    if spec.action_mask is None and ACTION_MASK not in info:
+        return spec
+    spec = dataclasses.replace(spec, action_mask=spec.action_mask or "info")
+    if spec.continuous:
+        raise EnvError(f"env {env_id} gives an {ACTION_MASK}, which needs a Discrete, MultiDiscrete or MultiBinary "
+                       f"action space, not {spec.action_space}")
+    probe_action_masks(spec, env, env_id, info)
+    return spec
+
+
+# steps an env with masks is played at start-up, taking the first legal action: a mask it forgets after
+# its first reset or step (a common slip) is refused there, in one line and exit code 2, not in a worker
+MASK_PROBE_STEPS = 100
+
+
+def probe_action_masks(spec: EnvSpec, env: gym.Env, env_id: str, info: dict) -> None:
+    """Raise an EnvError naming the reset or step where a mask is missing or wrong."""
+    where = "its first reset"
+    for step in range(1, MASK_PROBE_STEPS + 1):
+        problem = action_mask_problem(info.get(ACTION_MASK), spec)
+        if problem is not None:
+            raise EnvError(f"env {env_id} at {where}: {problem}")
+        legal = distribution(spec).greedy(mask_logits(np.zeros((1, spec.num_actions), np.float32),
+                                                      np.asarray(info[ACTION_MASK], dtype=bool)[None]))
+        try:
+            _, _, terminated, truncated, info = env.step(spec.env_actions(legal)[0])
+            if terminated or truncated:  # an episode's last step needs no mask: the next reset's is acted on
+                _, info = env.reset()
+        except Exception as error:
+            raise EnvError(f"env {env_id} at its step {step} raised {type(error).__name__}: "
+                           f"{first_line(error)}") from error
+        where = f"its reset after step {step}" if terminated or truncated else f"its step {step}"
 
 
 @dataclass
 class StepResult:
     """One step of every environment in a batch."""
 
-    obs: np.ndarray  # [K, *obs_shape], the observation to act on next
+    obs: np.ndarray  # [K, *obs_shape], the observation to act on next (its action mask: the batch's action_mask)
     rewards: np.ndarray  # [K], float32
     terminated: np.ndarray  # [K], bool
     truncated: np.ndarray  # [K], bool
@@ -187,7 +315,7 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[gym.vector.VectorEnv, E
     """A gymnasium vector env (next-step autoreset) of checked envs, numpy-vectorised where possible,
     and the spec of its envs."""
     spec = env_spec(env_id)  # the one-line errors of make_env
-    if has_vector_entry_point(env_id):
+    if has_vector_entry_point(env_id) and spec.action_mask is None:  # a mask is read from a loop's infos
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"), spec
     return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs), spec
 
@@ -203,7 +331,8 @@ def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
         spec = env_spec(env_id)  # the one-line errors of make_env, the extra's included
         ale_seeds = np.array(seeds, dtype=np.int64) % 2**31  # ALE takes int32, and -1 for "unseeded"
         return VectorEnvBatch(make_atari_vector(env_id, len(seeds), training=True), spec, ale_seeds)
-    if len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id):
+    if (len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id)
+            and env_spec(env_id).action_mask is None):
         vector_env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
         return VectorEnvBatch(vector_env, env_spec(env_id), vector_seed)
     return EnvBatch(env_id, seeds)
@@ -224,15 +353,17 @@ class EnvBatch:
     def __init__(self, env_id: str, seeds: list[int]):
         self.env_id = env_id
         self.envs = [make_env(env_id) for _ in seeds]
-        self.spec = describe(self.envs[0])
+        self.spec = env_spec(env_id)
         size = len(self.envs)
         self.steps = 0  # batch steps taken: where a fault is reported
         self.fitting_dtypes = {np.dtype(self.spec.obs_dtype)}  # those seen to cast to the declared one
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)
         self.obs = np.zeros((size, *self.spec.obs_shape), dtype=self.spec.obs_dtype)
+        # [K, actions]: the legal actions in self.obs, True where legal; None for an env without masks
+        self.action_mask = None if self.spec.action_mask is None else np.zeros((size, self.spec.num_actions), bool)
         for i, (env, seed) in enumerate(zip(self.envs, seeds)):
-            self.obs[i] = self.reset(i, seed)
+            self.obs[i] = self.reset(i, self.action_mask, seed)
             env.action_space.seed(seed)
         self.check_finite(self.obs)
 
@@ -261,15 +392,26 @@ class EnvBatch:
             i = int(np.argmin(np.isfinite(obs).reshape(len(obs), -1).all(axis=1)))
             raise self.fault(i, "a NaN or infinite observation")
 
-    def reset(self, i: int, seed: Optional[int] = None) -> np.ndarray:
+    def reset(self, i: int, masks: Optional[np.ndarray], seed: Optional[int] = None) -> np.ndarray:
+        """Env i's first observation, its action mask written into `masks[i]`."""
         env = self.envs[i]
         try:
-            obs, _ = env.reset(seed=seed)
+            obs, info = env.reset(seed=seed)
         except Exception as error:
             raise self.fault(i, f"reset raised {type(error).__name__}: {first_line(error)}") from error
         if env.action_space != self.spec.action_space:
             raise self.fault(i, f"its action space became {env.action_space}, from {self.spec.action_space}")
+        if masks is None and ACTION_MASK in info:  # once an episode: a mask that comes only sometimes
+            raise self.fault(i, f"an {ACTION_MASK} in its info, where its first reset gave none")
+        self.read_mask(i, info, masks)
         return self.checked(i, obs)
+
+    def read_mask(self, i: int, info: dict, masks: Optional[np.ndarray]) -> None:
+        if masks is not None:
+            problem = action_mask_problem(info.get(ACTION_MASK), self.spec)
+            if problem is not None:
+                raise self.fault(i, problem)
+            masks[i] = info[ACTION_MASK]
 
     def step(self, actions: np.ndarray) -> StepResult:
         size = len(self.envs)
@@ -279,11 +421,12 @@ class EnvBatch:
         terminated = np.zeros(size, dtype=bool)
         truncated = np.zeros(size, dtype=bool)
         finished_returns, finished_lengths = [], []
+        next_masks = None if self.action_mask is None else np.empty_like(self.action_mask)
         env_actions = self.spec.env_actions(actions)
         self.steps += 1
         for i, env in enumerate(self.envs):
             try:
-                obs, reward, term, trunc, _ = env.step(env_actions[i])
+                obs, reward, term, trunc, info = env.step(env_actions[i])
             except Exception as error:
                 raise self.fault(i, f"step raised {type(error).__name__}: {first_line(error)}") from error
             obs = self.checked(i, obs)
@@ -297,12 +440,14 @@ class EnvBatch:
                 finished_returns.append(float(self._returns[i]))
                 finished_lengths.append(int(self._lengths[i]))
                 self._returns[i], self._lengths[i] = 0.0, 0
-                obs = self.reset(i)
+                obs = self.reset(i, next_masks)  # the last step's mask is of no use: the reset's is acted on
+            elif next_masks is not None:
+                self.read_mask(i, info, next_masks)
             next_obs[i] = obs
         self.check_finite(next_obs)
         if truncated.any():
             self.check_finite(final_obs)
-        self.obs = next_obs
+        self.obs, self.action_mask = next_obs, next_masks
         return StepResult(next_obs, rewards, terminated, truncated, final_obs,
                           finished_returns, finished_lengths, np.ones(size, dtype=bool))
 
@@ -325,6 +470,7 @@ class VectorEnvBatch:
         self.spec = spec
         self.env = env
         self.obs, _ = self.env.reset(seed=seed)
+        self.action_mask = None  # envs with masks are stepped by EnvBatch
         size = self.env.num_envs
         self._returns = np.zeros(size, dtype=np.float64)
         self._lengths = np.zeros(size, dtype=np.int64)

@@ -16,7 +16,7 @@ import torch
 from .agent import Agent
 from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config
-from .envs import make_vector_env
+from .envs import ACTION_MASK, make_vector_env
 from .errors import CheckpointError, WriteError
 from .flat import flatten_parameters
 from .messages import Evaluation, Failure, WriteFailed
@@ -28,19 +28,19 @@ def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, st
                          on_step=lambda: None) -> list[float]:
     """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
-    Greedy actions (argmax, or the Gaussian mean) from the mean weights; returns the
+    Greedy actions (argmax over the legal ones, or the Gaussian mean) from the mean weights; returns the
     undiscounted returns. An env that finished keeps being stepped (vector envs step
     all) but is no longer counted. Stops early, returning what finished, when `stop` is set.
     `on_step` is called before every step (the evaluator's heartbeat).
     """
-    obs, _ = envs.reset(seed=seed)
+    obs, info = envs.reset(seed=seed)
     state = agent.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
     while active.any() and not (stop is not None and stop.is_set()):
         on_step()
-        actions, state = agent.act(obs, state)
-        obs, rewards, terminated, truncated, _ = envs.step(actions)
+        actions, state = agent.act(obs, state, action_mask=info.get(ACTION_MASK))
+        obs, rewards, terminated, truncated, info = envs.step(actions)
         returns += rewards * active
         active &= ~(terminated | truncated)
     return returns[~active].tolist()

@@ -1,7 +1,8 @@
 """a3c export: a checkpoint's network as an ONNX file that ONNX Runtime runs without torch or this package.
 
 The graph takes the raw observation batch `obs` (the observation normalisation is inside) and, for
-the stock LSTM, its state `h` and `c` (a recurrent user module's: `state_0`, `state_1`, ...); it
+the stock LSTM, its state `h` and `c` (a recurrent user module's: `state_0`, `state_1`, ...), and for
+an env that gives an invalid-action mask, `action_mask` (bool, True where legal) after `obs`; it
 returns `action`, the greedy action ready for the env (a Discrete action offset by the space's
 start, a Box action squashed into its bounds), `value`, the state value in the env's return units,
 the action distribution's parameters (`logits`, or `mean` and `log_std`), and the next state
@@ -19,7 +20,8 @@ from torch import nn
 
 from . import __version__
 from .config import Config
-from .envs import EnvSpec
+from .distributions import MASKED_LOGIT
+from .envs import ACTION_MASK, EnvSpec
 from .errors import ConfigError
 from .learner import value_offset
 from .model import ActorCritic, Network
@@ -51,9 +53,13 @@ class ExportedPolicy(nn.Module):
         self.register_buffer("action_start", torch.as_tensor(spec.action_start, dtype=torch.int64))
         self.action_dtype = torch.from_numpy(np.zeros(0, dtype=spec.action_dtype)).dtype
 
-    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(self, obs: torch.Tensor, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`inputs`: the action mask [B, n] (bool) for an env that gives one, then the recurrent state."""
         model = self.model
+        state = inputs[1:] if self.spec.action_mask is not None else inputs
         head, value, next_state = model(model.normalize(obs), tuple(state))
+        if self.spec.action_mask is not None:  # the logits out are the masked policy's
+            head = head.masked_fill(~inputs[0], MASKED_LOGIT)
         value = (value + self.value_offset) * self.value_scale
         if self.spec.continuous:
             mean = self.center + self.half_range * torch.tanh(head)
@@ -85,15 +91,19 @@ def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path)
     policy = ExportedPolicy(model, spec, config)
     state = model.initial_state(1)
     state_in, state_out = state_names(model, len(state))
-    inputs, outputs = ["obs", *state_in], [*output_names(spec), *state_out]
-    example = (torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)), *state)
+    mask_in = [ACTION_MASK] if spec.action_mask is not None else []
+    inputs, outputs = ["obs", *mask_in, *state_in], [*output_names(spec), *state_out]
+    example = (torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)),
+               *[torch.ones(1, spec.num_actions, dtype=torch.bool) for _ in mask_in], *state)
     with torch.no_grad():
         torch.onnx.export(policy, example, str(path), input_names=inputs, output_names=outputs,
                           dynamic_axes={name: {0: "batch"} for name in inputs + outputs}, opset_version=OPSET,
                           dynamo=False)
     metadata = {"a3c_version": __version__, "env": config.env, "opset": str(OPSET),
                 "observation_space": str(spec.observation_space), "action_space": str(spec.action_space),
-                "recurrent": str(bool(state)).lower(), "inputs": ", ".join(inputs), "outputs": ", ".join(outputs)}
+                "recurrent": str(bool(state)).lower(), "action_mask": str(spec.action_mask).lower(),
+                "observation_parts": ", ".join(spec.record()["observation_parts"] or ["none"]),
+                "inputs": ", ".join(inputs), "outputs": ", ".join(outputs)}
     graph = onnx.load(str(path))
     onnx.helper.set_model_props(graph, metadata)
     onnx.save(graph, str(path))

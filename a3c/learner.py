@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .config import Config
-from .distributions import distribution
+from .distributions import distribution, mask_logits
 from .envs import make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from .model import RunningNorm, build_model
@@ -102,10 +102,14 @@ class ActorLearner:
         final_obs = np.zeros((steps, *envs.obs.shape), dtype=envs.obs.dtype) if self.memory is not None else None
         valid = np.ones((steps, batch), dtype=bool)
         restarted = np.zeros((steps, batch), dtype=bool)
+        masks = None if envs.action_mask is None else np.zeros((steps, *envs.action_mask.shape), dtype=bool)
         finished_returns, finished_lengths = [], []
         for t in range(steps):
             observations.append(envs.obs)
             heads[t], values[t], state = policy.act(envs.obs, state)
+            if masks is not None:  # the loss and the replay score the policy that acted: the masked one
+                masks[t] = envs.action_mask
+                heads[t] = mask_logits(heads[t], masks[t])
             actions[t] = self.distribution.sample(heads[t], policy.log_std, self.rng)
             result = envs.step(actions[t])
             rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
@@ -143,7 +147,7 @@ class ActorLearner:
                 self.model.value_stats.update(torch.from_numpy(targets))
         if self.memory is not None:
             self.memory.add(Rollout(observations, actions, log_probs, rewards, dones, truncated, final_obs, valid,
-                                    restarted, start_state, envs.obs.copy()))
+                                    restarted, start_state, envs.obs.copy(), masks))
         report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,
                                loss.entropy, grad_norm, rollout_seconds, time.perf_counter() - started - rollout_seconds)
         return self.flat_grad, report
@@ -172,6 +176,8 @@ class ActorLearner:
         values, final_values = np.zeros_like(rollout.rewards), np.zeros_like(rollout.rewards)
         for t, obs in enumerate(rollout.observations):
             heads[t], values[t], state = policy.act(obs, state)
+            if rollout.action_masks is not None:
+                heads[t] = mask_logits(heads[t], rollout.action_masks[t])
             if rollout.truncated[t].any():
                 final_values[t] = policy.act(rollout.final_obs[t], state, record=False)[1]
             state = policy.restart(state, rollout.restarted[t])

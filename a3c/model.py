@@ -234,6 +234,9 @@ class ActorCritic(Network):
 
 def build_model(config: Config, spec: EnvSpec) -> Network:
     """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model)."""
+    if spec.obs_parts is not None:  # a Dict or Tuple observation
+        from .combined import structured_model
+        return structured_model(config, spec)
     if config.model:
         from .user_model import user_network  # imports the user's module: only when asked for
         return user_network(config.model, spec, config.normalize_obs, centers_values(config))

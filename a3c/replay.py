@@ -7,7 +7,7 @@ log-probs for the V-trace ratios, and the truncation and reset bookkeeping.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -29,6 +29,7 @@ class Rollout(NamedTuple):
     restarted: np.ndarray  # the recurrent state is zeroed after these steps
     start_state: tuple  # the recurrent state the rollout began with, numpy arrays; () without one
     next_obs: np.ndarray  # [B, *obs]: the observation after the last step, for the bootstrap
+    action_masks: Optional[np.ndarray] = None  # [T, B, actions]: each step's legal actions; None without masks
 
     @property
     def nbytes(self) -> int:

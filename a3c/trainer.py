@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 from .backends import connect_backend, make_backend
 from .callbacks import Callbacks
 from .capacity import check_machine
-from .checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
+from .checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
 from .config import Config, config_for_resume
 from .counter import StepCounter
 from .envs import env_spec
@@ -122,6 +122,7 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
         raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
                           f"{config.max_steps:,}; give a larger --max-steps to train on")
     spec = env_spec(config.env)
+    check_spaces(payload, spec, config.env)
     warnings = check_machine(config, spec, run_dir)
     model, optimizer = shared_model(config, spec)
     check_video(config)

@@ -1,7 +1,8 @@
 """A user's own network (--model module:function): imported, checked, and wrapped as a Network.
 
 `function(observation_space, action_space)` returns a torch nn.Module whose
-forward(obs) takes a float batch [B, *obs_shape] and returns (head, value): head
+forward(obs) takes a float batch [B, *obs_shape] (a Dict or Tuple observation: a dict of
+each part's batch, by key; a3c/combined.py) and returns (head, value): head
 [B, n] (logits for a Discrete space, the Gaussian mean before the squash into the
 bounds for a Box), value [B]. A recurrent module also defines initial_state(batch_size),
 a tuple of tensors [B, ...], and its forward(obs, state) returns (head, value, state);
@@ -20,9 +21,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from .combined import unflatten
 from .config import ConfigError
 from .errors import first_line
 from .model import Network, State
+from .observation_parts import flatten_one
 
 
 def is_recurrent(net: nn.Module) -> bool:
@@ -36,16 +39,23 @@ class UserNetwork(Network):
         super().__init__(spec.obs_shape, spec.num_actions, spec.continuous, normalize_obs, center_values)
         self.net = net
         self.recurrent = is_recurrent(net)
+        self.parts = spec.obs_parts
 
     def initial_state(self, batch_size: int) -> State:
         return tuple(self.net.initial_state(batch_size)) if self.recurrent else ()
 
     def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
+        inputs = module_inputs(self.parts, inputs)
         if not self.recurrent:
-            head, value = self.net(inputs.float())
+            head, value = self.net(inputs)
             return head, value, ()
-        head, value, state = self.net(inputs.float(), state)
+        head, value, state = self.net(inputs, state)
         return head, value, tuple(state)
+
+
+def module_inputs(parts, flat: torch.Tensor):
+    """What the user's module reads: a float batch, or a Dict or Tuple observation's parts by key."""
+    return flat.float() if parts is None else unflatten(parts, flat)
 
 
 def load_factory(name: str):
@@ -87,13 +97,15 @@ def check_outputs(net: nn.Module, spec, name: str) -> None:
     """forward() on two sampled observations must give (head [2, n], value [2]) of floats; a recurrent
     module's forward(obs, initial_state(2)) (head, value, a state of the initial state's shapes)."""
     batch = 2
-    obs = torch.from_numpy(np.stack([spec.observation_space.sample() for _ in range(batch)]).astype(np.float32))
+    samples = [spec.observation_space.sample() for _ in range(batch)]
+    flat = np.stack(samples if spec.obs_parts is None else [flatten_one(spec.obs_parts, obs) for obs in samples])
+    obs = module_inputs(spec.obs_parts, torch.from_numpy(flat.astype(np.float32)))
     state = initial_state_checked(net, name, batch) if is_recurrent(net) else None
     try:
         with torch.no_grad():
             outputs = net(obs) if state is None else net(obs, state)
     except Exception as error:
-        raise ConfigError(f"--model {name}: forward() on a batch {list(obs.shape)} raised "
+        raise ConfigError(f"--model {name}: forward() on {batch_words(obs)} raised "
                           f"{type(error).__name__}: {first_line(error)}") from None
     expected = f"(head [{batch}, {spec.num_actions}], value [{batch}]" + (")" if state is None else ", state)")
     parts = 2 if state is None else 3
@@ -107,7 +119,7 @@ def check_outputs(net: nn.Module, spec, name: str) -> None:
     if tuple(head.shape) != (batch, spec.num_actions) or tuple(value.shape) != (batch,) \
             or not (head.is_floating_point() and value.is_floating_point()):
         raise ConfigError(f"--model {name}: forward() must return {expected} of floats, "
-                          f"got {describe(outputs)} for an observation batch {list(obs.shape)}")
+                          f"got {describe(outputs)} for {batch_words(obs)}")
 
 
 def initial_state_checked(net: nn.Module, name: str, batch: int) -> tuple:
@@ -123,6 +135,13 @@ def initial_state_checked(net: nn.Module, name: str, batch: int) -> tuple:
         raise ConfigError(f"--model {name}: initial_state({batch}) must return a tuple of float tensors "
                           f"[{batch}, ...], got {describe(state)}")
     return tuple(state)
+
+
+def batch_words(obs) -> str:
+    """An observation batch in words: its shape, or each part's."""
+    if isinstance(obs, dict):
+        return "a batch of " + ", ".join(f"{key} {list(part.shape)}" for key, part in obs.items())
+    return f"a batch {list(obs.shape)}"
 
 
 def describe(outputs) -> str:

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from .agent import Agent
-from .envs import make_env
+from .envs import ACTION_MASK, make_env
 from .errors import ConfigError, EnvError, check_output_file
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -111,15 +111,16 @@ def record_episodes(agent: Agent, env_id: str, episodes: int, seed: int, path: s
     returns, frames = [], 0
     try:
         for episode in range(episodes):
-            obs, _ = env.reset(seed=seed + episode)
+            obs, info = env.reset(seed=seed + episode)
             state, done, total = None, False, 0.0
             while not done:
                 if max_steps is not None and frames >= max_steps:
                     return returns, frames
                 writer.append_data(rendered_frame(env, env_id))
                 frames += 1
-                action, state = agent.act(obs[None], state)
-                obs, reward, terminated, truncated, _ = env.step(action[0])
+                mask = info.get(ACTION_MASK)
+                action, state = agent.act(obs[None], state, action_mask=None if mask is None else np.asarray(mask)[None])
+                obs, reward, terminated, truncated, info = env.step(action[0])
                 total += float(reward)
                 done = terminated or truncated
             returns.append(total)

@@ -5,7 +5,8 @@
 
 The env is the one the file's metadata names (--env to override). A recurrent policy's state goes
 in as h and c (a user's module: state_0, state_1, ...), comes back as h_out and c_out (state_out_0,
-...), and starts at zeros in every episode.
+...), and starts at zeros in every episode. A policy trained with action masks takes the env's mask
+as action_mask, from the info or from a Dict observation, as the metadata's action_mask says.
 """
 
 from __future__ import annotations
@@ -22,20 +23,35 @@ def next_state_name(name: str) -> str:
     return name.replace("state_", "state_out_") if name.startswith("state_") else f"{name}_out"
 
 
+def graph_inputs(obs, info: dict, mask_source: str) -> tuple[object, dict]:
+    """The env's observation, and the graph's action_mask input: none ("none"), the info's ("info"), or a Dict
+    observation's "action_mask" key, whose other key is then the observation ("observation")."""
+    if mask_source == "none":
+        return obs, {}
+    if mask_source == "observation":
+        mask, obs = obs["action_mask"], next(value for key, value in obs.items() if key != "action_mask")
+    else:
+        mask = info["action_mask"]
+    return obs, {"action_mask": np.asarray(mask, dtype=bool)[None]}
+
+
 def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, seed: int) -> list[float]:
     """The greedy return of each episode."""
     inputs = {node.name: node for node in session.get_inputs()}
     obs_type = np.uint8 if inputs.pop("obs").type == "tensor(uint8)" else np.float32
+    mask_source = session.get_modelmeta().custom_metadata_map.get("action_mask", "none")
+    inputs.pop("action_mask", None)
     returns = []
     for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
+        obs, info = env.reset(seed=seed + episode)
         state = {name: np.zeros((1, *node.shape[1:]), dtype=np.float32) for name, node in inputs.items()}
         total, done = 0.0, False
         while not done:
+            obs, mask = graph_inputs(obs, info, mask_source)
             outputs = dict(zip([node.name for node in session.get_outputs()],
-                               session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **state})))
+                               session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **mask, **state})))
             state = {name: outputs[next_state_name(name)] for name in state}
-            obs, reward, terminated, truncated, _ = env.step(outputs["action"][0])
+            obs, reward, terminated, truncated, info = env.step(outputs["action"][0])
             total += float(reward)
             done = terminated or truncated
         returns.append(total)

@@ -9,7 +9,9 @@ forked worker processes inherit the registration.
 - CueOffset-v0: the same with a Discrete action space that starts at 3.
 - CueTruncated-v0: the same, but the episode never terminates; a TimeLimit of two
   steps truncates it, so the learner must bootstrap from the final observation.
-- DictCue-v0: the same with a Dict observation space, which the trainer refuses.
+- DictCue-v0: the same with a Dict observation space of one part, "cue".
+- CueTextObs-v0, CueSequenceObs-v0, CueGraphObs-v0: the same declaring a Text, a Sequence and a Graph
+  observation space, which the trainer refuses.
 - CueCrash-v0: raises RuntimeError("cue env exploded") on its first step, to fail a worker.
 - CueNaN-v0: pays a NaN reward, so every loss and gradient is NaN.
 - CueText-v0, CueUnboundedBox-v0: the same with a Text action space, and with a Box action space
@@ -36,14 +38,15 @@ class CueEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
-                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False, action_space=None):
+                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False, action_space=None,
+                 observation_space=None):
         self.num_cues = num_cues
         self.terminate = terminate
         self.dict_obs = dict_obs
         self.crash = crash
         self.nan_reward = nan_reward
         box = gym.spaces.Box(0.0, 1.0, (num_cues,), np.float32)
-        self.observation_space = gym.spaces.Dict({"cue": box}) if dict_obs else box
+        self.observation_space = observation_space or (gym.spaces.Dict({"cue": box}) if dict_obs else box)
         self.action_space = action_space or gym.spaces.Discrete(num_cues, start=action_start)
         self.cue = 0
 
@@ -80,6 +83,9 @@ _register("DictCue-v0", kwargs={"dict_obs": True})
 _register("CueCrash-v0", kwargs={"crash": True})
 _register("CueNaN-v0", kwargs={"nan_reward": True})
 _register("CueText-v0", kwargs={"action_space": gym.spaces.Text(4)})
+_register("CueTextObs-v0", kwargs={"observation_space": gym.spaces.Text(4)})
+_register("CueSequenceObs-v0", kwargs={"observation_space": gym.spaces.Sequence(gym.spaces.Discrete(3))})
+_register("CueGraphObs-v0", kwargs={"observation_space": gym.spaces.Graph(gym.spaces.Box(0, 1, (2,)), None)})
 _register("CueUnboundedBox-v0", kwargs={"action_space": gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)})
 
 

@@ -140,3 +140,19 @@ def test_train_resumes_a_run_with_changes_on_top(tmp_path):
         a3c.train(config, resume=first.run_dir)
     with pytest.raises(TypeError, match="resumed run"):
         a3c.train(config, max_steps=5)
+
+
+def test_an_agent_takes_only_the_actions_its_mask_allows(tmp_path):
+    config = a3c.Config(env="tests.masked_env:MaskedCue-v0", core="none")
+    path, _ = save_untrained(tmp_path, config)
+    agent = a3c.load_agent(path)
+    obs = np.repeat(np.eye(4, dtype=np.float32), 25, axis=0)
+    masks = np.zeros((100, 4), dtype=bool)
+    masks[np.arange(100), np.random.default_rng(0).integers(4, size=100)] = True  # one legal action a row
+    unmasked, _ = agent.act(obs)
+    greedy, _ = agent.act(obs, action_mask=masks)
+    sampled, _ = agent.act(obs, deterministic=False, action_mask=masks.astype(np.int8))  # 0/1 as the env gives
+    assert (greedy == masks.argmax(axis=1)).all() and (sampled == masks.argmax(axis=1)).all()
+    assert (unmasked != greedy).any()  # the mask changed what the policy would take
+    with pytest.raises(ValueError, match=r"action_mask must be a batch \[100, 4\]"):
+        agent.act(obs, action_mask=masks[:, :3])

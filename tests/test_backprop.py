@@ -12,9 +12,12 @@ from torch.testing import assert_close
 
 import a3c.learner
 from a3c.config import Config
-from a3c.distributions import Categorical, Gaussian, MultiCategorical
+from a3c.distributions import Categorical, Gaussian, MultiCategorical, mask_logits
 from a3c.learner import ActorLearner
 from a3c.seeding import worker_seeds
+
+
+MASKED = "tests.masked_env:MaskedCue-v0"  # two of four actions legal each step
 
 
 def log_prob_entropy_loss(dist, d_log_probs: torch.Tensor, d_entropies: torch.Tensor, actions: torch.Tensor):
@@ -53,6 +56,47 @@ def test_the_multi_part_categorical_backward_equals_autograd_over_independent_pa
     assert_close(torch.from_numpy(d_head), logits.grad)
     greedy = multi.greedy(logits.detach().numpy())
     assert greedy.tolist() == torch.stack([part.argmax(-1) for part in logits.split(parts, -1)], -1).tolist()
+
+
+@pytest.mark.parametrize("parts", [None, (3, 2, 4)])
+def test_masked_logits_give_the_log_probs_entropies_and_gradients_of_autograds_masked_categoricals(parts):
+    """Illegal logits at -1e30 in torch (-inf gives its entropy's gradient NaNs), at MASKED_LOGIT in ours:
+    the same log-probs of legal actions, entropies over the legal ones, no NaN, and the same d loss / d head,
+    0 at every illegal action."""
+    rng = np.random.default_rng(0)
+    sizes = parts or (5,)
+    logits = torch.randn(4, 3, sum(sizes), dtype=torch.float32, requires_grad=True)
+    mask = torch.from_numpy(rng.random((4, 3, sum(sizes))) < 0.5)
+    for start, size in zip(np.cumsum((0, *sizes)), sizes):  # at least one legal choice in every part
+        mask[..., start + int(rng.integers(size))] = True
+    masked = logits.masked_fill(~mask, -1e30)
+    dists = [TorchCategorical(logits=part) for part in masked.split(sizes, dim=-1)]
+    actions = torch.stack([dist.sample() for dist in dists], dim=-1)  # legal, by the masked distributions
+    d_log_probs, d_entropies = torch.randn(4, 3), torch.randn(4, 3)
+    log_probs = sum(dist.log_prob(actions[..., k]) for k, dist in enumerate(dists))
+    entropies = sum(dist.entropy() for dist in dists)
+    ((log_probs * d_log_probs).sum() + (entropies * d_entropies).sum()).backward()
+
+    ours = Categorical() if parts is None else MultiCategorical(parts)
+    ours_actions = actions.numpy()[..., 0] if parts is None else actions.numpy()
+    head = mask_logits(logits.detach().numpy(), mask.numpy())
+    ours_log_probs, ours_entropies = ours.log_prob_entropy(head, None, ours_actions)
+    assert np.isfinite(ours_entropies).all()
+    assert_close(torch.from_numpy(ours_log_probs), log_probs.detach())
+    assert_close(torch.from_numpy(ours_entropies), entropies.detach())
+    d_head, _ = ours.backward(head, None, ours_actions, d_log_probs.numpy(), d_entropies.numpy())
+    assert_close(torch.from_numpy(d_head), logits.grad)
+    assert not d_head[~mask.numpy()].any() and d_head[mask.numpy()].any()
+    assert legal(mask.numpy(), ours.greedy(head), sizes).all()  # though the raw logits' argmax is often illegal
+    assert not legal(mask.numpy(), ours.greedy(logits.detach().numpy()), sizes).all()
+    rows, row_masks = (np.repeat(array.reshape(-1, array.shape[-1]), 100, axis=0) for array in (head, mask.numpy()))
+    assert legal(row_masks, ours.sample(rows, None, np.random.default_rng(1)), sizes).all()
+
+
+def legal(mask: np.ndarray, actions: np.ndarray, sizes: tuple) -> np.ndarray:
+    """Whether each action (a part per size, or one index) is legal under `mask`, its parts side by side."""
+    indices = actions.reshape(*mask.shape[:-1], -1) + np.cumsum((0, *sizes))[:-1]
+    return np.take_along_axis(mask, indices, -1).all(-1)
 
 
 @pytest.mark.parametrize("bounded", [False, True])
@@ -104,9 +148,11 @@ def stepped_with_autograd(model, observations: list, state, restarted: np.ndarra
 
 @pytest.mark.parametrize("env, envs, learner, core", [
     ("CartPole-v1", 8, "numpy", "lstm"), ("CartPole-v1", 2, "numpy", "lstm"), ("Pendulum-v1", 3, "numpy", "lstm"),
-    ("CartPole-v1", 8, "torch", "lstm"), ("Pendulum-v1", 3, "torch", "none"), ("CartPole-v1", 2, "numpy", "none")])
+    ("CartPole-v1", 8, "torch", "lstm"), ("Pendulum-v1", 3, "torch", "none"), ("CartPole-v1", 2, "numpy", "none"),
+    (MASKED, 8, "numpy", "lstm"), (MASKED, 4, "torch", "none")])
 def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, monkeypatch):
-    """The whole chain (advantages, loss, distribution, heads, LSTM, encoder) against autograd."""
+    """The whole chain (advantages, loss, distribution, heads, LSTM, encoder) against autograd; with
+    action masks, of the masked policy."""
     torch.manual_seed(0)
     config = Config(env=env, envs_per_process=envs, t_max=30, max_grad_norm=1e9, entropy_coef=0.05,
                     value_loss_coef=0.3, gae_lambda=0.9, learner=learner, core=core, hidden_sizes=(16, 16))
@@ -114,7 +160,8 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
     spies = {}
     for owner, name in [(a3c.learner, "a3c_loss"), (learner.policy, "backward"), (learner.policy, "act"),
-                        (learner.policy, "begin_rollout"), (learner.distribution, "log_prob_entropy")]:
+                        (learner.policy, "begin_rollout"), (learner.distribution, "log_prob_entropy"),
+                        (a3c.learner, "mask_logits")]:
         spies[name] = Spy(getattr(owner, name))
         monkeypatch.setattr(owner, name, spies[name])
     grad, _ = learner.compute_gradient()
@@ -137,6 +184,10 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
         dist = Normal(mean, model.log_std.exp())
         log_probs, entropies = dist.log_prob(torch.from_numpy(actions)).sum(-1), dist.entropy().sum(-1)
     else:
+        if env == MASKED:  # the masks each step acted under
+            masks = torch.from_numpy(np.stack([args[1] for args, _, _ in spies["mask_logits"].calls]))
+            assert masks.shape == policy.shape and not masks.all()
+            policy = policy.masked_fill(~masks, -1e30)
         dist = TorchCategorical(logits=policy)
         log_probs, entropies = dist.log_prob(torch.from_numpy(actions)), dist.entropy()
     weights = torch.ones_like(values) / values.numel() if mask is None else \

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from a3c.agent import load_agent, model_from_checkpoint
-from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from a3c.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.envs import env_spec
 from a3c.model import ActorCritic, build_model
@@ -173,3 +173,36 @@ def test_the_convolutional_network_keeps_the_parameter_names_of_version_0_1():
     names = list(ActorCritic((4, 84, 84), 6, (16,)).state_dict())
     assert names[:6] == ["encoder.1.0.weight", "encoder.1.0.bias", "encoder.1.2.weight", "encoder.1.2.bias",
                          "encoder.2.weight", "encoder.2.bias"]
+
+
+def test_a_checkpoint_says_where_its_action_mask_came_from_and_refuses_an_env_that_differs(tmp_path):
+    """MaskedCue-v0 gives its mask in the info, MaskedCueDict-v0 in its observation: the same spaces else.
+    A checkpoint of before masks (no entry) loads for either."""
+    config = Config(env="tests.masked_env:MaskedCue-v0")
+    model = build_model(config, env_spec(config.env))
+    save_checkpoint(tmp_path / "masked.pt", checkpoint_payload(config, model, env_steps=0))
+    assert load_checkpoint(tmp_path / "masked.pt")["spaces"]["action_mask"] == "info"
+    assert load_agent(tmp_path / "masked.pt").spec.action_mask == "info"
+    with pytest.raises(CheckpointError, match="with its action mask in its info; tests.masked_env:MaskedCueDict-v0 "
+                                              "gives its action mask in its observation"):
+        load_agent(tmp_path / "masked.pt", env_id="tests.masked_env:MaskedCueDict-v0")
+    older = {key: value for key, value in load_checkpoint(tmp_path / "masked.pt").items() if key != "spaces"}
+    torch.save(older, tmp_path / "older.pt")
+    assert load_agent(tmp_path / "older.pt", env_id="tests.masked_env:MaskedCueDict-v0").spec.action_mask == "observation"
+    cartpole = Config(env="CartPole-v1")
+    save_checkpoint(tmp_path / "cartpole.pt", checkpoint_payload(cartpole, build_model(cartpole, env_spec("CartPole-v1")), 0))
+    assert load_checkpoint(tmp_path / "cartpole.pt")["spaces"] == {  # an env without masks or parts says so
+        "observation_space": str(env_spec("CartPole-v1").observation_space), "action_space": "Discrete(2)",
+        "observation_parts": None, "action_mask": None}
+
+
+def test_a_checkpoint_of_a_dict_or_tuple_observation_refuses_an_env_whose_parts_differ(tmp_path):
+    config = Config(env="tests.structured_env:CueAndBit-v0")
+    model = build_model(config, env_spec(config.env))
+    save_checkpoint(tmp_path / "parts.pt", checkpoint_payload(config, model, env_steps=0))
+    assert load_checkpoint(tmp_path / "parts.pt")["spaces"]["observation_parts"] == ["0: one_hot [3]", "1: bits [1]"]
+    agent = load_agent(tmp_path / "parts.pt")
+    assert agent.act((np.array([2, 0]), np.array([[1], [0]])))[0].shape == (2,)  # a Tuple batch, as parts
+    with pytest.raises(CheckpointError, match=r"read the observation parts \['0: one_hot \[3\]', '1: bits \[1\]'\]; "
+                                              r"CartPole-v1 gives None"):
+        load_agent(tmp_path / "parts.pt", env_id="CartPole-v1")  # 4 floats too

@@ -116,7 +116,13 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
                                            ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:DictCue-v0", ["observation space", "Dict"])])
+                                           ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
+                                           ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
+                                           ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
+                                           ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
+                                           ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
+                                           ("tests.masked_env:MaskedCueFirstEpisode-v0",
+                                            ["reset after step 5", "no action_mask"])])
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
     result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, *words)

@@ -16,7 +16,7 @@ import torch
 from a3c.agent import load_agent
 from a3c.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config import Config
-from a3c.envs import env_spec
+from a3c.envs import env_spec, make_env
 from a3c.export import export_onnx
 from a3c.model import build_model
 from a3c.trainer import train
@@ -26,7 +26,7 @@ from .conftest import assert_one_line_usage_error, run_cli
 onnxruntime = pytest.importorskip("onnxruntime", reason="export needs pip install -r requirements-export.txt")
 pytest.importorskip("onnx", reason="export needs pip install -r requirements-export.txt")
 
-from examples.onnx_play import next_state_name  # noqa: E402 (it imports onnxruntime)
+from examples.onnx_play import next_state_name, play  # noqa: E402 (it imports onnxruntime)
 
 STEPS = 1_000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "onnx_play.py"
@@ -75,12 +75,20 @@ CASES = {
     "cartpole-recurrent-user-module": Config.for_env("CartPole-v1", model="tests.user_models:gru"),
     "multi-discrete": Config(env="tests.cue_env:MultiCue-v0"),
     "multi-binary": Config(env="tests.cue_env:CopyBits-v0", core="none"),
+    "action-mask-in-info": Config(env="tests.masked_env:MaskedCue-v0"),
+    "action-mask-in-observation": Config(env="tests.masked_env:MaskedCueDict-v0", core="none"),
+    "multi-discrete-action-mask": Config(env="tests.masked_env:MaskedMultiCue-v0"),
+    "dict-observation": Config(env="tests.structured_env:FrameAndVector-v0", normalize_obs=True),
+    "tuple-observation-user-module": Config(env="tests.structured_env:CueAndBit-v0", model="tests.user_models:parts"),
 }
 
 
 STATE_NAMES = {"cartpole-lstm": ["h", "c"], "cartpole-feed-forward": [], "pendulum-box-normalised": ["h", "c"],
                "pendulum-user-module": [], "cartpole-recurrent-user-module": ["state_0"], "multi-discrete": ["h", "c"],
-               "multi-binary": []}
+               "multi-binary": [], "action-mask-in-info": ["h", "c"], "action-mask-in-observation": [],
+               "multi-discrete-action-mask": ["h", "c"], "dict-observation": ["h", "c"],
+               "tuple-observation-user-module": []}
+MASKED = {"action-mask-in-info", "action-mask-in-observation", "multi-discrete-action-mask"}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -89,32 +97,35 @@ def test_onnx_runtime_acts_as_load_agent_on_a_thousand_steps_of_real_episodes(tm
     agent, runner, _ = session(tmp_path, config)
     inputs = {node.name: node for node in runner.get_inputs()}
     state_in = STATE_NAMES[name]
-    assert sorted(inputs) == sorted(["obs", *state_in])
-    assert play_side_by_side(agent, runner, gym.make(config.env), state_in) >= 1  # restarts were crossed
+    assert sorted(inputs) == sorted(["obs", *(["action_mask"] if name in MASKED else []), *state_in])
+    assert play_side_by_side(agent, runner, make_env(config.env), state_in) >= 1  # restarts were crossed
 
 
 def play_side_by_side(agent, runner, env: gym.Env, state_in: list[str]) -> int:
-    """STEPS steps of `env` acted by `agent`, ONNX Runtime fed the same observations and its own carried state
-    (zeros where an episode begins); their actions must agree at every step. Returns the episodes ended."""
-    obs, _ = env.reset(seed=0)
+    """STEPS steps of `env` acted by `agent`, ONNX Runtime fed the same observations (and action masks) and its
+    own carried state (zeros where an episode begins); their actions must agree at every step. Returns the
+    episodes ended."""
+    obs, info = env.reset(seed=0)
     agent_state, starting, episodes, taken = None, np.ones(1, dtype=bool), 0, set()
     inputs = {node.name: node for node in runner.get_inputs()}
     zeros = {key: np.zeros((1, *inputs[key].shape[1:]), dtype=np.float32) for key in state_in}
     onnx_state = dict(zeros)
     for _ in range(STEPS):
         batch = np.asarray(obs, dtype=agent.spec.obs_dtype)[None]
-        actions, agent_state = agent.act(batch, agent_state, episode_start=starting)
-        outputs = onnx_step(runner, batch, zeros if starting[0] else onnx_state)
+        mask = {} if "action_mask" not in info else {"action_mask": np.asarray(info["action_mask"], dtype=bool)[None]}
+        actions, agent_state = agent.act(batch, agent_state, episode_start=starting, **mask)
+        outputs = onnx_step(runner, batch, {**mask, **(zeros if starting[0] else onnx_state)})
         onnx_state = {key: outputs[next_state_name(key)] for key in zeros}
         if agent.spec.continuous:
             np.testing.assert_allclose(outputs["action"], actions, rtol=1e-4, atol=1e-4)  # float32, 1,000 steps of state
         else:
             assert outputs["action"].tolist() == actions.tolist()
         taken.add(actions.tobytes())
-        obs, _, terminated, truncated, _ = env.step(actions[0])
+        obs, reward, terminated, truncated, info = env.step(actions[0])
+        assert not mask or reward >= 0  # MaskedCue pays -1 for an illegal action
         starting = np.array([terminated or truncated])
         if starting[0]:
-            obs, _ = env.reset()
+            obs, info = env.reset()
             episodes += 1
     assert len(taken) > 1  # a policy of one action would not tell a wrong graph from a right one
     return episodes
@@ -139,7 +150,6 @@ def test_the_graph_takes_a_dynamic_batch_and_gives_the_value_in_return_units_and
 
 def test_a_frames_agent_takes_uint8_frames_and_acts_as_load_agent(tmp_path):
     pytest.importorskip("minatar", reason="MinAtar envs need pip install -r requirements-minatar.txt")
-    from a3c.envs import make_env
     config = Config.for_env("MinAtar/Breakout-v1", core="lstm")
     agent, runner, _ = session(tmp_path, config)
     assert runner.get_inputs()[0].type == "tensor(uint8)"
@@ -157,6 +167,17 @@ def test_the_file_names_its_env_spaces_and_opset(tmp_path):
     assert metadata["env"] == "CartPole-v1" and metadata["opset"] == "17" and metadata["recurrent"] == "true"
     assert metadata["observation_space"] == str(spec.observation_space)
     assert metadata["action_space"] == "Discrete(2)" and metadata["inputs"] == "obs, h, c"
+
+
+@pytest.mark.parametrize("name, source", [("action-mask-in-info", "info"), ("action-mask-in-observation", "observation")])
+def test_the_example_feeds_the_envs_action_mask_and_plays_no_illegal_action(tmp_path, name, source):
+    """On the env as gymnasium makes it: the mask from the info, or split off a Dict observation."""
+    config = CASES[name]
+    _, runner, _ = session(tmp_path, config)
+    assert runner.get_modelmeta().custom_metadata_map["action_mask"] == source
+    assert runner.get_inputs()[1].name == "action_mask" and runner.get_inputs()[1].type == "tensor(bool)"
+    returns = play(runner, gym.make(config.env), episodes=20, seed=0)
+    assert min(returns) >= 0  # MaskedCue pays -1 for an illegal action
 
 
 @pytest.mark.parametrize("out, words", [("policy.txt", "must end in .onnx"), ("missing/policy.onnx", "does not exist")])

@@ -35,6 +35,9 @@ def test_without_replay_the_learner_keeps_no_memory_and_replays_nothing():
     {"env": "Pendulum-v1", "envs_per_process": 3},  # a Gaussian, with its log std
     {"env": "tests.cue_env:CueTruncated-v0", "envs_per_process": 3},  # time limits: bootstraps from final_obs
     {"normalize_obs": True},
+    {"env": "tests.masked_env:MaskedCue-v0"},  # action masks: the replay scores the masked policy that acted
+    {"env": "tests.masked_env:MaskedMultiCue-v0", "learner": "torch"},  # a mask of each part of a MultiDiscrete
+    {"env": "tests.structured_env:FrameAndVector-v0", "normalize_obs": True},  # a Dict observation, stored flat
 ])
 def test_replaying_a_rollout_at_once_gives_exactly_the_on_policy_gradient(options, monkeypatch):
     """Same weights and noise: every ratio is 1, so V-trace is GAE and the update is the on-policy one."""
@@ -94,7 +97,8 @@ def test_a_run_with_replay_reports_what_the_learner_does(tmp_path, quiet):
         assert float(row["rollout_ms"]) > 0 and float(row["update_ms"]) > 0 and float(row["policy_lag"]) >= 0
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1", "tests.masked_env:MaskedCue-v0",
+                                 "tests.masked_env:MaskedMultiCue-v0"])
 def test_the_off_policy_gradient_is_the_same_through_the_numpy_path_and_autograd(env):
     """Weights moved since the rollout was played, and new noise: ratios away from 1, clipped by V-trace."""
     gradients = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -85,3 +86,25 @@ class ForwardRaises(OneOutput):
 
 def forward_raises(observation_space, action_space):
     return ForwardRaises(*sizes(observation_space, action_space))
+
+
+class PartsActorCritic(nn.Module):
+    """Reads a Dict or Tuple observation as the trainer hands it over: each part's float batch, by key."""
+
+    def __init__(self, observation_space, action_space):
+        super().__init__()
+        parts = observation_space.spaces
+        self.keys = list(parts) if isinstance(parts, dict) else [str(k) for k in range(len(parts))]
+        width = sum(getattr(space, "n", None) or int(np.prod(space.shape)) for space in
+                    (parts.values() if isinstance(parts, dict) else parts))  # a Discrete part comes one-hot
+        self.body = nn.Sequential(nn.Linear(width, 32), nn.ReLU())
+        self.policy, self.value = nn.Linear(32, action_space.n), nn.Linear(32, 1)
+
+    def forward(self, obs: dict):
+        assert sorted(obs) == sorted(self.keys), obs.keys()
+        features = self.body(torch.cat([obs[key].flatten(1) for key in self.keys], dim=1))
+        return self.policy(features), self.value(features).squeeze(-1)
+
+
+def parts(observation_space, action_space) -> nn.Module:
+    return PartsActorCritic(observation_space, action_space)
