@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import EnvError
 
+
 @dataclass(frozen=True)
 class Part:
     """One part of a structured observation: where it sits in the flat vector, and how it got there."""
