@@ -1,6 +1,7 @@
 """Seed sweeps of our trainer: settings side by side on one env, interleaved by seed.
 
     sweep.py --env Acrobot-v1 --seeds 10 --setting "R=0:" --setting "R=1:--replay-ratio 1"
+    sweep.py --env CartPole-v1 --setting "preset:" --baseline /tmp/old   # and another checkout's, side by side
 
 Each run is one process timed from launch to exit (the env's preset, then the setting's
 options, then --num-processes 8 and the seed), stopping when the greedy evaluation reaches
@@ -17,13 +18,13 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
+from common import REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
 
 
-def run(env: str, seed: int, options: list[str], timeout: float) -> dict:
+def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = REPO) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=env, num_processes=8, seed=seed) + options
+        command = trainer_command(run_dir, repo, env=env, num_processes=8, seed=seed) + options
         wall, _, _ = run_timed(command, timeout)
         summary = read_summary(run_dir)
     return {"seed": seed, "solved": summary["solved"], "wall_seconds": round(wall, 2),
@@ -48,14 +49,19 @@ def main() -> None:
                         help="a name, a colon and the trainer options of one setting; repeat for each")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--out", default=None, help="results name (default: sweep-<env>)")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also run every setting with another checkout (git worktree add /tmp/old <commit>)")
     args = parser.parse_args()
-    settings = {name: shlex.split(options) for name, options in (s.split(":", 1) for s in args.setting)}
+    settings = {name: (REPO, shlex.split(options)) for name, options in (s.split(":", 1) for s in args.setting)}
+    if args.baseline:
+        settings |= {f"{name} ({args.baseline})": (args.baseline.resolve(), options)
+                     for name, (_, options) in settings.items()}
     info = environment()
 
     results = {name: [] for name in settings}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        for name, options in settings.items():
-            result = run(args.env, seed, options, args.timeout)
+        for name, (repo, options) in settings.items():
+            result = run(args.env, seed, options, args.timeout, repo)
             results[name].append(result)
             print(f"  seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, "
                   f"{result['env_steps'] or result['total_env_steps']:,} env steps, {result['wall_seconds']:.1f} s, "
@@ -68,7 +74,8 @@ def main() -> None:
                   spread(runs, "wall_seconds"), f"{statistics.median(r['best_eval'] for r in runs):.1f}"]
                  for name, runs in results.items()])
     save_json(args.out or f"sweep-{args.env.replace('/', '_')}",
-              {**info, "env": args.env, "settings": {n: " ".join(o) for n, o in settings.items()}, "runs": results})
+              {**info, "env": args.env, "settings": {n: " ".join(o) for n, (_, o) in settings.items()},
+               "baseline": str(args.baseline), "runs": results})
 
 
 if __name__ == "__main__":
