@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="default: the suite's (10, 5 for LunarLander)")
     parser.add_argument("--contender", action="append", choices=list(CONTENDERS), help="repeat for several "
                         "(default: both)")
+    parser.add_argument("--out", default="holdout", help="results name under benchmarks/results")
     args = parser.parse_args()
     info = environment()
     contenders = {name: CONTENDERS[name] for name in args.contender or CONTENDERS}
@@ -79,7 +80,7 @@ def main() -> None:
     print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
     print_table(["env", "contender", "stopped solved", f"best.pt on {HOLDOUT_EPISODES} new episodes, median (range)",
                  "held-out mean at the target"], rows)
-    save_json("holdout", {**info, "episodes": HOLDOUT_EPISODES, "results": results})
+    save_json(args.out, {**info, "episodes": HOLDOUT_EPISODES, "results": results})
 
 
 if __name__ == "__main__":
