@@ -59,9 +59,9 @@ class StructuredActorCritic(ActorCritic):
     flat observations and frames only)."""
 
     def __init__(self, parts: tuple[Part, ...], num_actions: int, hidden_sizes: tuple[int, ...], **options):
-        super().__init__((sum(part.size for part in parts),), num_actions, hidden_sizes, **options)
         features = CombinedFeatures(parts)
-        self.encoder = nn.Sequential(features, *mlp(features.size, tuple(hidden_sizes)))
+        super().__init__((sum(part.size for part in parts),), num_actions, hidden_sizes, **options,
+                         own_encoder=nn.Sequential(features, *mlp(features.size, tuple(hidden_sizes))))
 
 
 def structured_model(config, spec) -> nn.Module:

@@ -194,11 +194,12 @@ class ActorCritic(Network):
 
     def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
                  core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False, center_values: bool = False):
+                 normalize_obs: bool = False, center_values: bool = False, own_encoder: Optional[nn.Module] = None):
+        """`own_encoder`: what maps the inputs to features of hidden_sizes[-1] instead of `encoder`'s."""
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
         super().__init__(obs_shape, num_actions, continuous, normalize_obs, center_values)
         self.hidden_size = hidden_sizes[-1]
-        self.encoder = encoder(obs_shape, tuple(hidden_sizes))
+        self.encoder = own_encoder if own_encoder is not None else encoder(obs_shape, tuple(hidden_sizes))
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if core == "lstm" else None
         if self.lstm is not None:
             self.lstm.bias_ih_l0.data.zero_()
