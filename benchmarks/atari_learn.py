@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import statistics
 import tempfile
 from pathlib import Path
@@ -29,11 +30,11 @@ MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
 
 
-def run_seed(seed: int, minutes: float, run_dir: Path, core: str | None) -> None:
+def run_seed(seed: int, minutes: float, run_dir: Path, core: str | None, extra: list[str]) -> None:
     options = {"core": core} if core else {}
     command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed,
                               print_interval=60, **options)
-    run_timed(command, timeout=60 * minutes)
+    run_timed(command + extra, timeout=60 * minutes)
 
 
 def curve(run_dir: Path, minutes: float) -> list[dict]:
@@ -82,6 +83,8 @@ def main() -> None:
     parser.add_argument("--core", nargs="+", choices=("lstm", "none"), default=[None],
                         help="the network's core (default: the preset's); two: side by side, interleaved by seed")
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--options", default="", help="more trainer options for every run, e.g. \"--t-max 20\"")
+    parser.add_argument("--out", help="the results file's name (default: atari_learn[-CORE])")
     parser.add_argument("--runs-dir", type=Path, help="keep the run dirs here (default: a temporary folder)")
     parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
     args = parser.parse_args()
@@ -96,13 +99,13 @@ def main() -> None:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for core in args.core:
                     run_dir = (args.runs_dir or Path(tmp)) / f"{core or 'preset'}-seed{seed}"
-                    run_seed(seed, args.minutes, run_dir, core)
+                    run_seed(seed, args.minutes, run_dir, core, shlex.split(args.options))
                     runs[core][seed] = curve(run_dir, args.minutes)
     for core, core_runs in runs.items():
-        report(core_runs, core, args.minutes, info)
+        report(core_runs, core, args.minutes, {**info, "options": args.options}, args.out)
 
 
-def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: dict) -> None:
+def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: dict, out: str | None) -> None:
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
     network = f", --core {core}" if core else ", the preset's network"
     print(f"\n{ENV}{network}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a life of the "
@@ -114,7 +117,7 @@ def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: 
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
         print(f"{name}: median (range) {spread(values)} over {len(values)} seeds" if values
               else f"{name}: no seed got this far")
-    name = f"atari_learn-{core}" if core else "atari_learn"
+    name = out or (f"atari_learn-{core}" if core else "atari_learn")
     save_results(name, {**info, "env": ENV, "core": core, "minutes": minutes, "runs": runs}, plot(runs, core))
 
 
