@@ -6,7 +6,8 @@
 The env is the one the file's metadata names (--env to override). A recurrent policy's state goes
 in as h and c (a user's module: state_0, state_1, ...), comes back as h_out and c_out (state_out_0,
 ...), and starts at zeros in every episode. A policy trained with action masks takes the env's mask
-as action_mask, from the info or from a Dict observation, as the metadata's action_mask says.
+as action_mask, from the info or from a Dict observation, as the metadata's action_mask says. A Dict
+or Tuple observation goes in as one flat vector, as the trainer carried it.
 """
 
 from __future__ import annotations
@@ -23,16 +24,27 @@ def next_state_name(name: str) -> str:
     return name.replace("state_", "state_out_") if name.startswith("state_") else f"{name}_out"
 
 
-def graph_inputs(obs, info: dict, mask_source: str) -> tuple[object, dict]:
-    """The env's observation, and the graph's action_mask input: none ("none"), the info's ("info"), or a Dict
-    observation's "action_mask" key, whose other key is then the observation ("observation")."""
-    if mask_source == "none":
-        return obs, {}
+def flat_observation(space: gym.Space, obs):
+    """A Dict or Tuple observation as the graph takes it: its parts side by side, a Discrete or
+    MultiDiscrete part one-hot. gymnasium's flatten orders and encodes the parts as the trainer does."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return gym.spaces.flatten(space, obs)
+    return obs
+
+
+def graph_inputs(space: gym.Space, obs, info: dict, mask_source: str) -> tuple[object, dict]:
+    """The graph's obs and action_mask inputs from the env's observation (of `space`) and info. The mask:
+    none ("none"), the info's ("info"), or a Dict observation's "action_mask" key ("observation"), whose
+    other part (or Dict of other parts) is then the observation."""
+    mask = info["action_mask"] if mask_source == "info" else None
     if mask_source == "observation":
-        mask, obs = obs["action_mask"], next(value for key, value in obs.items() if key != "action_mask")
-    else:
-        mask = info["action_mask"]
-    return obs, {"action_mask": np.asarray(mask, dtype=bool)[None]}
+        mask = obs["action_mask"]
+        rest = [key for key in space.spaces if key != "action_mask"]
+        space, obs = gym.spaces.Dict({key: space[key] for key in rest}), {key: obs[key] for key in rest}
+        if len(rest) == 1:
+            space, obs = space[rest[0]], obs[rest[0]]
+    masks = {} if mask is None else {"action_mask": np.asarray(mask, dtype=bool)[None]}
+    return flat_observation(space, obs), masks
 
 
 def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, seed: int) -> list[float]:
@@ -47,7 +59,7 @@ def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, see
         state = {name: np.zeros((1, *node.shape[1:]), dtype=np.float32) for name, node in inputs.items()}
         total, done = 0.0, False
         while not done:
-            obs, mask = graph_inputs(obs, info, mask_source)
+            obs, mask = graph_inputs(env.observation_space, obs, info, mask_source)
             outputs = dict(zip([node.name for node in session.get_outputs()],
                                session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **mask, **state})))
             state = {name: outputs[next_state_name(name)] for name in state}

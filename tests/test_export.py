@@ -26,7 +26,7 @@ from .conftest import assert_one_line_usage_error, run_cli
 onnxruntime = pytest.importorskip("onnxruntime", reason="export needs pip install -r requirements-export.txt")
 pytest.importorskip("onnx", reason="export needs pip install -r requirements-export.txt")
 
-from examples.onnx_play import next_state_name, play  # noqa: E402 (it imports onnxruntime)
+from examples.onnx_play import graph_inputs, next_state_name, play  # noqa: E402 (it imports onnxruntime)
 
 STEPS = 1_000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "onnx_play.py"
@@ -169,6 +169,22 @@ def test_the_file_names_its_env_spaces_and_opset(tmp_path):
     assert metadata["action_space"] == "Discrete(2)" and metadata["inputs"] == "obs, h, c"
 
 
+@pytest.mark.parametrize("name", ["dict-observation", "tuple-observation-user-module"])
+def test_the_example_flattens_dict_and_tuple_observations_as_the_trainer_does(tmp_path, name):
+    """On the env as gymnasium makes it (its observations a Dict or a Tuple), the example's returns are the
+    agent's on the env as the trainer makes it, episode by episode."""
+    config = CASES[name]
+    agent, runner, _ = session(tmp_path, config)
+    raw, carried = gym.make(config.env), make_env(config.env)
+    (obs, info), (flat, _) = raw.reset(seed=0), carried.reset(seed=0)
+    for action in [raw.action_space.sample() for _ in range(200)]:
+        np.testing.assert_array_equal(graph_inputs(raw.observation_space, obs, info, "none")[0], flat)
+        (obs, _, end, cut, info), (flat, *_) = raw.step(action), carried.step(action)
+        if end or cut:
+            (obs, info), (flat, _) = raw.reset(), carried.reset()
+    assert play(runner, raw, episodes=10, seed=0) == agent_returns(agent, carried, range(10))
+
+
 @pytest.mark.parametrize("name, source", [("action-mask-in-info", "info"), ("action-mask-in-observation", "observation")])
 def test_the_example_feeds_the_envs_action_mask_and_plays_no_illegal_action(tmp_path, name, source):
     """On the env as gymnasium makes it: the mask from the info, or split off a Dict observation."""
@@ -206,19 +222,19 @@ def test_the_example_plays_cartpole_to_500_from_the_onnx_file_without_torch(tmp_
     played = subprocess.run([sys.executable, "-c", code, str(EXAMPLE), str(onnx_path), "--episodes", "5",
                              "--seed", "1000"], capture_output=True, text=True, timeout=60)
     assert played.returncode == 0, played.stderr
-    returns = agent_returns(load_agent(run_dir / "checkpoints" / "best.pt"), "CartPole-v1", range(1000, 1005))
+    returns = agent_returns(load_agent(run_dir / "checkpoints" / "best.pt"), gym.make("CartPole-v1"), range(1000, 1005))
     assert np.mean(returns) >= 475.0  # the confirmed policy holds on these new episodes
     assert f"CartPole-v1: mean return {np.mean(returns):.2f} +- {np.std(returns):.2f} over 5" in played.stdout
 
 
-def agent_returns(agent, env_id: str, seeds) -> list[float]:
+def agent_returns(agent, env: gym.Env, seeds) -> list[float]:
     """load_agent's greedy return on one episode of each seed, one env, as the example plays them."""
-    env, returns = gym.make(env_id), []
+    returns = []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
         state, total, done = None, 0.0, False
         while not done:
-            actions, state = agent.act(np.asarray(obs, dtype=np.float32)[None], state)
+            actions, state = agent.act(np.asarray(obs, dtype=agent.spec.obs_dtype)[None], state)
             obs, reward, terminated, truncated, _ = env.step(actions[0])
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
