@@ -13,24 +13,27 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-from common import PYTHON, REPO, environment, print_table, run_timed, save_json
+from common import PYTHON, REPO, RESULTS, environment, print_table, run_timed, save_json
 from sweep import run, spread
 
 CHECK_SEEDS_FROM = 100  # the search trains seeds 0, 1, ...: these are new to it
 
 
-def run_study(env: str, minutes: float, seeds: int, max_steps: int, prune_startup: int, out: Path) -> dict:
+def run_study(env: str, minutes: float, seeds: int, max_steps: int, prune_startup: int, space: Path | None,
+              out: Path) -> dict:
     command = [PYTHON, str(REPO / "main.py"), "tune", "--env", env, "--no-preset", "--trials", "1000",
                "--seeds", str(seeds), "--max-steps", str(max_steps), "--num-processes", "8",
-               "--prune-startup", str(prune_startup), "--out", str(out)]
+               "--prune-startup", str(prune_startup), "--out", str(out), *(["--space", str(space)] if space else [])]
     wall, output, _ = run_timed(command, timeout=60 * minutes)
     print(output)
     with open(out / "trials.csv", newline="") as file:
         states = Counter(row["state"] for row in csv.DictReader(file))
+    shutil.copy(out / "trials.csv", RESULTS / f"tune-{env}-trials.csv")
     return {"wall_seconds": round(wall, 1), "trials": dict(states), "best_toml": (out / "best.toml").read_text()}
 
 
@@ -42,12 +45,13 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=100_000, help="env steps of each run of a trial")
     parser.add_argument("--prune-startup", type=int, default=2, help="trials finished before the pruner prunes")
     parser.add_argument("--check-seeds", type=int, default=5)
+    parser.add_argument("--space", type=Path, help="a search-space file for a3c tune --space")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per check run")
     args = parser.parse_args()
     info = environment()
     with tempfile.TemporaryDirectory() as tmp:
         study = run_study(args.env, args.minutes, args.seeds_per_trial, args.max_steps, args.prune_startup,
-                          Path(tmp) / "study")
+                          args.space, Path(tmp) / "study")
         best = Path(tmp) / "best.toml"
         best.write_text(study["best_toml"])
         settings = {"preset": [], "tuned (best.toml)": ["--config", str(best)]}
@@ -61,7 +65,8 @@ def main() -> None:
     print_table(["setting", "solved", "env steps to solve", "seconds to solve"],
                 [[name, f"{sum(r['solved'] for r in runs)}/{len(runs)}", spread(runs, "env_steps"),
                   spread(runs, "wall_seconds")] for name, runs in results.items()])
-    save_json(f"tune-{args.env}", {**info, **vars(args), "study": study, "results": results})
+    save_json(f"tune-{args.env}", {**info, **vars(args), "space": args.space and args.space.read_text(),
+                                   "study": study, "results": results})
 
 
 if __name__ == "__main__":
