@@ -5,6 +5,7 @@
   (cue, cue + 1, ... mod ACTIONS): the first legal one in that order pays 1 / EPISODE, another legal one 0,
   an illegal one -1 and ends the episode. Random legal play earns 0.5; the greedy argmax over the legal
   actions of a policy that ranks them earns 1; a policy blind to the mask keeps ending its episodes.
+  It renders (rgb_array) a square an action: the cue's white, the legal ones grey.
 - MaskedCueDict-v0: the same with the mask in the observation, a Dict of "cue" and "action_mask";
   MaskedCueParts-v0 adds a part, "step" (a Discrete count of the episode's steps).
 - MaskedMultiCue-v0: two MaskedCue games at once, a MultiDiscrete([4, 4]) action and a mask of 4 + 4.
@@ -24,11 +25,13 @@ LATE = 200  # past the steps the trainer plays at start-up (a3c.envs.MASK_PROBE_
 
 
 class MaskedCueEnv(gym.Env):
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     action_space = gym.spaces.Discrete(ACTIONS)
 
-    def __init__(self, in_observation: bool = False, fault: str = "", step_part: bool = False):
+    def __init__(self, in_observation: bool = False, fault: str = "", step_part: bool = False,
+                 render_mode: str | None = None):
         self.in_observation, self.fault, self.step_part = in_observation, fault, step_part
+        self.render_mode = render_mode
         self.steps = self.resets = 0
         cue = gym.spaces.Box(0.0, 1.0, (ACTIONS,), np.float32)
         step = {"step": gym.spaces.Discrete(EPISODE)} if step_part else {}
@@ -54,6 +57,12 @@ class MaskedCueEnv(gym.Env):
         missing = {"reset-only": not resetting, "stops": self.steps > LATE, "starts": self.resets == 1,
                    "first-episode": self.resets > 1}
         return cue, ({} if missing.get(self.fault) else {"action_mask": mask})
+
+    def render(self):
+        """A row of squares, one an action: white the cue's, grey the legal ones (a video's frame)."""
+        shades = np.where(self.mask, 128, 0).astype(np.uint8)
+        shades[self.cue] = 255
+        return np.repeat(np.repeat(shades, 16)[None, :, None], 16, axis=0).repeat(3, axis=-1)  # [16, 16 * ACTIONS, 3]
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

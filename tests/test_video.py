@@ -17,6 +17,7 @@ from a3c.model import build_model
 from a3c.video import FRAMES_PER_SECOND, GifWriter, gif_durations
 
 from .conftest import REPO_ROOT, run_cli
+from .masked_env import EPISODE
 from .test_cli import assert_one_line_usage_error
 
 imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
@@ -55,6 +56,21 @@ def test_evaluate_films_one_frame_per_step_played(untrained_checkpoint, tmp_path
         delays = gif_delays(video)
         assert 1 <= len(delays) <= frames
         assert abs(sum(delays) - frames * 1000 / FRAMES_PER_SECOND) <= 10  # plays at the recorded speed
+
+
+@pytest.mark.timeout(60)
+def test_a_video_plays_by_the_envs_action_mask(tmp_path):
+    """MaskedCue ends an episode at its first illegal action (-1): an untrained policy blind to the mask
+    would end each of the 4 episodes within a step or two."""
+    config = Config(env="tests.masked_env:MaskedCue-v0")
+    checkpoint = tmp_path / "untrained.pt"
+    save_checkpoint(checkpoint, checkpoint_payload(config, build_model(config, env_spec(config.env)), 0))
+    result = run_cli("evaluate", "--checkpoint", str(checkpoint), "--episodes", "4", "--video",
+                     str(tmp_path / "masked.mp4"))
+    assert result.returncode == 0, result.stderr
+    assert f"({4 * EPISODE} frames)" in result.stdout and float(re.search(r"mean return (-?\d+\.\d+)",
+                                                                          result.stdout).group(1)) >= 0
+    assert imageio.get_reader(tmp_path / "masked.mp4").count_frames() == 4 * EPISODE
 
 
 def test_gif_delays_are_whole_centiseconds_that_keep_the_recorded_time():
