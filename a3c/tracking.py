@@ -6,8 +6,9 @@ The library runs in a process of its own, which the Tracker callback feeds JSON 
 the run dir, each row as it is written, then the summary. The trainer forks its workers after the run
 starts, in waves and again on restarts, and the libraries run threads (W&B a service process too): a
 fork while such a thread holds a lock can deadlock the child. Starting a subprocess is fork+exec, safe
-at any time, and the library's import (MLflow's with its SQLite store: about 2 s of CPU) does not hold up the trainer: the
-command line starts the process before it imports torch, so both imports run at once, on two cores.
+at any time, and the library's import (MLflow's with its SQLite store: about 2 s of CPU) does not hold
+up the trainer: the command line starts the process before it imports torch, so both imports run at
+once, on two cores.
 The process's output goes to RUN_DIR/tracking.log; the run it tracks is named after the run dir.
 """
 
