@@ -30,13 +30,16 @@ def gif_delays(path) -> list[int]:
         return [frame.info["duration"] for frame in ImageSequence.Iterator(gif)]
 
 
+def save_untrained(config: Config, path):
+    """A checkpoint of `config`'s network as initialised."""
+    save_checkpoint(path, checkpoint_payload(config, build_model(config, env_spec(config.env)), 0))
+    return path
+
+
 @pytest.fixture(scope="module")
 def untrained_checkpoint(tmp_path_factory):
     """A CartPole network as initialised: its episodes are short (10-60 steps)."""
-    config = Config()
-    path = tmp_path_factory.mktemp("video") / "untrained.pt"
-    save_checkpoint(path, checkpoint_payload(config, build_model(config, env_spec(config.env)), 0))
-    return path
+    return save_untrained(Config(), tmp_path_factory.mktemp("video") / "untrained.pt")
 
 
 @pytest.mark.timeout(60)
@@ -62,9 +65,7 @@ def test_evaluate_films_one_frame_per_step_played(untrained_checkpoint, tmp_path
 def test_a_video_plays_by_the_envs_action_mask(tmp_path):
     """MaskedCue ends an episode at its first illegal action (-1): an untrained policy blind to the mask
     would end each of the 4 episodes within a step or two."""
-    config = Config(env="tests.masked_env:MaskedCue-v0")
-    checkpoint = tmp_path / "untrained.pt"
-    save_checkpoint(checkpoint, checkpoint_payload(config, build_model(config, env_spec(config.env)), 0))
+    checkpoint = save_untrained(Config(env="tests.masked_env:MaskedCue-v0"), tmp_path / "untrained.pt")
     result = run_cli("evaluate", "--checkpoint", str(checkpoint), "--episodes", "4", "--video",
                      str(tmp_path / "masked.mp4"))
     assert result.returncode == 0, result.stderr
