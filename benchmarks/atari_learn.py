@@ -6,8 +6,9 @@ cost the workers' cores (a greedy policy that never presses FIRE plays all 108,0
 is metrics.csv's mean return of the training episodes that ended since the row before, each one life
 (a lost life ends a training episode), in rows every 100k env steps: random play scores about 0.27 a
 life. Reported per seed: that return at the first row at or past 100k env steps (still random play),
-at 400k, and the last full row within the budget; median and range over seeds. `--core lstm none`
-runs both networks, interleaved by seed. `--from-runs DIR ...` summarises runs already made.
+at 400k, and the last full row within the budget; median and range over seeds. Each `--setting
+NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); several run side by side,
+interleaved by seed. `--from-runs DIR ...` summarises runs already made (named NAME-seedS).
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ ENV = "ALE/Breakout-v5"
 PROCESSES = 8
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
+SHAPE = ("core", "envs_per_process", "t_max", "lr")  # what --from-runs names a setting by
 
 
-def run_seed(seed: int, minutes: float, run_dir: Path, core: str | None, extra: list[str]) -> None:
-    options = {"core": core} if core else {}
+def run_seed(seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
     command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed,
-                              print_interval=60, **options)
-    run_timed(command + extra, timeout=60 * minutes)
+                              print_interval=60)
+    run_timed(command + options, timeout=60 * minutes)
 
 
 def curve(run_dir: Path, minutes: float) -> list[dict]:
@@ -56,7 +57,7 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
-def plot(runs: dict[int, list[dict]], core: str | None):
+def plot(runs: dict[int, list[dict]], title: str):
     figure, axes = plt.subplots(1, 2, figsize=(12, 4))
     for seed, rows in runs.items():
         steps = [row["env_steps"] for row in rows]
@@ -70,8 +71,7 @@ def plot(runs: dict[int, list[dict]], core: str | None):
         axis.set_xlabel("env steps")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    network = f", --core {core}" if core else ""
-    figure.suptitle(f"{ENV}, the Atari preset{network}, {PROCESSES} processes on 2 cores")
+    figure.suptitle(f"{ENV}, {title}, {PROCESSES} processes on 2 cores")
     figure.tight_layout()
     return figure
 
@@ -80,36 +80,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget of one run, from launch")
-    parser.add_argument("--core", nargs="+", choices=("lstm", "none"), default=[None],
-                        help="the network's core (default: the preset's); two: side by side, interleaved by seed")
+    parser.add_argument("--setting", action="append", metavar="NAME:OPTIONS",
+                        help="a name, a colon and trainer options on top of the preset, e.g. \"lstm:--core lstm\"; "
+                             "repeat for settings side by side (default: the preset alone, named preset)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--options", default="", help="more trainer options for every run, e.g. \"--t-max 20\"")
-    parser.add_argument("--out", help="the results file's name (default: atari_learn[-CORE])")
+    parser.add_argument("--out", help="the results file's name, with one setting (default: atari_learn-NAME)")
     parser.add_argument("--runs-dir", type=Path, help="keep the run dirs here (default: a temporary folder)")
     parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
     args = parser.parse_args()
     info = environment()
-    runs: dict[str | None, dict[int, list[dict]]] = {} if args.from_runs else {core: {} for core in args.core}
+    settings = dict(setting.split(":", 1) for setting in args.setting or ["preset:"])
+    if args.out and len(settings) > 1:
+        parser.error("--out names one setting's results")
+    runs: dict[str, dict[int, list[dict]]] = {name: {} for name in settings}
     if args.from_runs:
         for run_dir in args.from_runs:
+            name, seed = run_dir.name.rsplit("-seed", 1)
+            runs.setdefault(name, {})[int(seed)] = curve(run_dir, args.minutes)
             config = json.loads((run_dir / "config.json").read_text())
-            runs.setdefault(config["core"], {})[config["seed"]] = curve(run_dir, args.minutes)
+            settings[name] = " ".join(f"--{key.replace('_', '-')} {config[key]}" for key in SHAPE)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                for core in args.core:
-                    run_dir = (args.runs_dir or Path(tmp)) / f"{core or 'preset'}-seed{seed}"
-                    run_seed(seed, args.minutes, run_dir, core, shlex.split(args.options))
-                    runs[core][seed] = curve(run_dir, args.minutes)
-    for core, core_runs in runs.items():
-        report(core_runs, core, args.minutes, {**info, "options": args.options}, args.out)
+                for name, options in settings.items():
+                    run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
+                    run_seed(seed, args.minutes, run_dir, shlex.split(options))
+                    runs[name][seed] = curve(run_dir, args.minutes)
+    for name, setting_runs in runs.items():
+        if setting_runs:
+            report(setting_runs, name, settings[name], args.minutes, info, args.out)
 
 
-def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: dict, out: str | None) -> None:
+def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float, info: dict, out: str | None) -> None:
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
-    network = f", --core {core}" if core else ", the preset's network"
-    print(f"\n{ENV}{network}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a life of the "
-          "training episodes of each row (random play: about 0.27)")
+    title = f"the Atari preset {options}".rstrip()
+    print(f"\n{ENV}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a "
+          "life of the training episodes of each row (random play: about 0.27)")
     print_table(["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
                 [[seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
                  for seed, rows in marks.items()])
@@ -117,8 +123,8 @@ def report(runs: dict[int, list[dict]], core: str | None, minutes: float, info: 
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
         print(f"{name}: median (range) {spread(values)} over {len(values)} seeds" if values
               else f"{name}: no seed got this far")
-    name = out or (f"atari_learn-{core}" if core else "atari_learn")
-    save_results(name, {**info, "env": ENV, "core": core, "minutes": minutes, "runs": runs}, plot(runs, core))
+    save_results(out or f"atari_learn-{name}", {**info, "env": ENV, "setting": name, "options": options,
+                                                "minutes": minutes, "runs": runs}, plot(runs, title))
 
 
 if __name__ == "__main__":
