@@ -119,10 +119,10 @@ def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float,
     print_table(["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
                 [[seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
                  for seed, rows in marks.items()])
-    for n, name in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
+    for n, mark in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
-        print(f"{name}: median (range) {spread(values)} over {len(values)} seeds" if values
-              else f"{name}: no seed got this far")
+        print(f"{mark}: median (range) {spread(values)} over {len(values)} seeds" if values
+              else f"{mark}: no seed got this far")
     save_results(out or f"atari_learn-{name}", {**info, "env": ENV, "setting": name, "options": options,
                                                 "minutes": minutes, "runs": runs}, plot(runs, title))
 
