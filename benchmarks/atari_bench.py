@@ -1,9 +1,9 @@
 """Atari throughput: env (agent) steps/s of the trainer on Pong at 8 processes, beside the environment alone.
 
 Contenders, interleaved over --repeats in one invocation (the machine's speed drifts between sittings):
-- this checkout with the Atari preset (ALE's vector env, 16 envs x t-max 5, feed-forward);
-- the preset with the LSTM (version 0.5's preset): the LSTM's cost;
-- 4 envs x t-max 20 with the LSTM (version 0.4's preset in ALE's vector env): the env's share of the gain;
+- this checkout with the Atari preset (ALE's vector env, the LSTM on 4 envs x t-max 20);
+- feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's and the shape's cost;
+- the LSTM on 16 envs x t-max 5 (version 0.5's preset): the shape's share of it;
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -86,10 +86,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40_000, help="env steps a run (about a minute here)")
     parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
     args = parser.parse_args()
-    contenders = {"this checkout, preset (16 envs x t-max 5, feed-forward)": (REPO, {}),
-                  "this checkout, preset with the LSTM": (REPO, {"core": "lstm"}),
-                  "this checkout, 4 envs x t-max 20 with the LSTM": (REPO, {"envs_per_process": 4, "t_max": 20,
-                                                                              "core": "lstm"})}
+    wide = {"envs_per_process": 16, "t_max": 5}
+    contenders = {"this checkout, preset (the LSTM, 4 envs x t-max 20)": (REPO, {}),
+                  "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
+                  "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide)}
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
     info = environment()
