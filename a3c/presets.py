@@ -25,7 +25,7 @@ PRESETS: dict[str, dict] = {
     # returns near -100 swamp the policy gradient unless scaled to about -10, as the defaults do.
     # Feed-forward: the state is fully observed. Confirmed solves, 10 seeds side by side: the LSTM on these
     # settings 10 of 10 at a median 85-148k env steps, feed-forward 10 of 10 at 15-28k; the LSTM's best
-    # shape (--envs-per-process 1 --t-max 20 --lr 7.5e-4) 1.4-2.2 times feed-forward's env steps and 2-4
+    # shape (--envs-per-process 1 --t-max 20 --lr 7.5e-4) 1.4-2.2 times feed-forward's env steps and 2-3
     # times its seconds, over four sets of seeds (docs/design/choices.md, "The LSTM's gap on Acrobot")
     "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "core": "none",
                    "replay_ratio": 1.0, "replay_priority": 0.6},
