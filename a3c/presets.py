@@ -47,12 +47,12 @@ PRESETS: dict[str, dict] = {
 
 # Every ALE/ game: the A3C paper's Atari settings scaled to a small machine, with its LSTM agent. The LSTM
 # on 4 envs x t-max 20 (80 transitions an update, as 16 x 5), side by side with feed-forward on 16 x 5,
-# Breakout, seeds 0-4, 5.5 minutes from launch (version 0.11): return a life at the end 1.72 (1.58-2.36)
-# at 364-461k env steps against 1.58 (1.55-1.91) at 469-562k; over three invocations 14 of 15 LSTM seeds
-# left random play by 400k, feed-forward 8 of 8 (docs/results, "Atari learning"). 16 x 5 was worse for the LSTM
-# (2 of 3): its 5-step returns and backpropagation are too short. lr 4e-4: with 80 transitions an update,
-# the progress per env step of a one-env worker with 20-step rollouts at 1e-4. A full Pong run is about
-# 10-20M env steps: hours on 2 cores.
+# Breakout, 5.5 minutes from launch (version 0.11), return a life at the end: seeds 0-4 1.72 (1.58-2.36) at
+# 364-461k env steps against 1.58 (1.55-1.91) at 469-562k, seeds 5-7 1.85 against 1.66; over four
+# invocations 17 of 18 LSTM seeds left random play by 400k, feed-forward 11 of 11 (docs/results, "Atari
+# learning"). 16 x 5 was worse for the LSTM (2 of 3): its 5-step returns and backpropagation are too
+# short. lr 4e-4: with 80 transitions an update, the progress per env step of a one-env worker with
+# 20-step rollouts at 1e-4. A full Pong run is about 10-20M env steps: hours on 2 cores.
 ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "hidden_sizes": (256,),
          "t_max": 20, "envs_per_process": 4, "lr": 4e-4, "eval_interval": 300.0, "eval_episodes": 4,
          "log_interval": 100_000, "print_interval": 10.0}
