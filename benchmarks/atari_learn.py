@@ -89,26 +89,39 @@ def main() -> None:
     parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
     args = parser.parse_args()
     info = environment()
-    settings = dict(setting.split(":", 1) for setting in args.setting or ["preset:"])
+    if args.from_runs:
+        settings, runs = runs_made(args.from_runs, args.minutes)
+    else:
+        settings = dict(setting.split(":", 1) for setting in args.setting or ["preset:"])
     if args.out and len(settings) > 1:
         parser.error("--out names one setting's results")
-    runs: dict[str, dict[int, list[dict]]] = {name: {} for name in settings}
-    if args.from_runs:
-        for run_dir in args.from_runs:
-            name, seed = run_dir.name.rsplit("-seed", 1)
-            runs.setdefault(name, {})[int(seed)] = curve(run_dir, args.minutes)
-            config = json.loads((run_dir / "config.json").read_text())
-            settings[name] = " ".join(f"--{key.replace('_', '-')} {config[key]}" for key in SHAPE)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                for name, options in settings.items():
-                    run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
-                    run_seed(seed, args.minutes, run_dir, shlex.split(options))
-                    runs[name][seed] = curve(run_dir, args.minutes)
+    if not args.from_runs:
+        runs = train(settings, args)
     for name, setting_runs in runs.items():
-        if setting_runs:
-            report(setting_runs, name, settings[name], args.minutes, info, args.out)
+        report(setting_runs, name, settings[name], args.minutes, info, args.out)
+
+
+def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, list[dict]]]]:
+    """The settings (named by the run dirs, NAME-seedS, described by their configs) and curves of runs made."""
+    settings, runs = {}, {}
+    for run_dir in run_dirs:
+        name, seed = run_dir.name.rsplit("-seed", 1)
+        runs.setdefault(name, {})[int(seed)] = curve(run_dir, minutes)
+        config = json.loads((run_dir / "config.json").read_text())
+        settings[name] = " ".join(f"--{key.replace('_', '-')} {config[key]}" for key in SHAPE)
+    return settings, runs
+
+
+def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[int, list[dict]]]:
+    """Each setting's curve by seed, the settings interleaved by seed."""
+    runs = {name: {} for name in settings}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for name, options in settings.items():
+                run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
+                run_seed(seed, args.minutes, run_dir, shlex.split(options))
+                runs[name][seed] = curve(run_dir, args.minutes)
+    return runs
 
 
 def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float, info: dict, out: str | None) -> None:
