@@ -13,7 +13,7 @@ from .config import Config
 from .errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 3  # the format this a3c writes
+VERSION = 4  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -31,7 +31,13 @@ def upgrade_from_2(payload: dict) -> dict:
     return {**payload, "config": {"center_values": "off", **payload["config"]}, "version": 3}
 
 
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2}  # format N -> format N + 1
+def upgrade_from_3(payload: dict) -> dict:
+    """Format 3 (a3c 0.7 to 0.12): the value head read what the policy head read; format 4's config says
+    whether it reads an encoder of its own (`critic`, auto from a3c 0.13)."""
+    return {**payload, "config": {"critic": "shared", **payload["config"]}, "version": 4}
+
+
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3}  # format N -> format N + 1
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

@@ -70,7 +70,11 @@ TRAIN_OPTIONS = [
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
     option("--center-values", "on: the value head learns the return less the running mean of the value "
-           "targets; auto: on with the LSTM", type=click.Choice(["auto", "on", "off"])),
+           "targets; auto: on where the value head reads the LSTM's output (--critic shared)",
+           type=click.Choice(["auto", "on", "off"])),
+    option("--critic", "own: the value head reads an encoder of its own beside the LSTM's output, which its "
+           "error does not train; shared: what the policy head reads; auto: own for the LSTM on a flat "
+           "observation", type=click.Choice(["auto", "own", "shared"])),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),

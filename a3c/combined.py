@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import centers_values
+from .config import centers_values, own_critic
 from .errors import ConfigError
 from .model import ActorCritic, RunningNorm, encoder, flat_size, mlp
 from .observation_parts import Part
@@ -59,9 +59,11 @@ class StructuredActorCritic(ActorCritic):
     flat observations and frames only)."""
 
     def __init__(self, parts: tuple[Part, ...], num_actions: int, hidden_sizes: tuple[int, ...], **options):
-        features = CombinedFeatures(parts)
+        def combined_encoder() -> nn.Module:
+            features = CombinedFeatures(parts)
+            return nn.Sequential(features, *mlp(features.size, tuple(hidden_sizes)))
         super().__init__((sum(part.size for part in parts),), num_actions, hidden_sizes, **options,
-                         own_encoder=nn.Sequential(features, *mlp(features.size, tuple(hidden_sizes))))
+                         own_encoder=combined_encoder)
 
 
 def structured_model(config, spec) -> nn.Module:
@@ -71,11 +73,12 @@ def structured_model(config, spec) -> nn.Module:
                           "trains with --learner auto or torch")
     if config.model:
         from .user_model import user_network
-        model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
+        model = user_network(config.model, spec, config.normalize_obs, centers_values(config, spec))
     else:
         model = StructuredActorCritic(spec.obs_parts, spec.num_actions, tuple(config.hidden_sizes), core=config.core,
                                       noisy=config.noise, sigma_init=config.sigma_init, continuous=spec.continuous,
-                                      normalize_obs=config.normalize_obs, center_values=centers_values(config))
+                                      normalize_obs=config.normalize_obs, center_values=centers_values(config, spec),
+                                      own_critic=own_critic(config, spec))
     if model.obs_norm is not None:
         model.obs_norm = PartsNorm(spec.obs_parts)
     return model

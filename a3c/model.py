@@ -10,13 +10,13 @@ Box action space, the Gaussian's state-independent log standard deviation
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import Config, centers_values
+from .config import Config, centers_values, own_critic
 from .envs import EnvSpec
 
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
@@ -184,29 +184,35 @@ class Network(nn.Module):
 
 
 class ActorCritic(Network):
-    """The stock network: observation -> encoder -> LSTM (or nothing) -> policy head and state value.
+    """The stock network: observation -> encoder -> LSTM (or nothing) -> policy head; and the state value.
 
     The encoder is an MLP of `hidden_sizes` for a flat observation, a convnet and that
     MLP for stacked frames; the LSTM's width is the encoder's last. The heads are
-    NoisyNet layers (`noisy`) or plain linear ones. The numpy fast path
+    NoisyNet layers (`noisy`) or plain linear ones. With `own_critic` the value head reads
+    an encoder of its own beside the LSTM's output, detached: the value's error trains
+    neither the policy's encoder nor its cell (docs/design/choices.md, "The critic's own
+    encoder"); else it reads what the policy head reads. The numpy fast path
     (a3c/policies/numpy_policy.py) runs every shape of this network.
     """
 
     def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
                  core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False, center_values: bool = False, own_encoder: Optional[nn.Module] = None):
-        """`own_encoder`: what maps the inputs to features of hidden_sizes[-1] instead of `encoder`'s."""
+                 normalize_obs: bool = False, center_values: bool = False, own_critic: bool = False,
+                 own_encoder: Optional[Callable[[], nn.Module]] = None):
+        """`own_encoder`: builds what maps the inputs to features of hidden_sizes[-1] instead of `encoder`."""
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
         super().__init__(obs_shape, num_actions, continuous, normalize_obs, center_values)
         self.hidden_size = hidden_sizes[-1]
-        self.encoder = own_encoder if own_encoder is not None else encoder(obs_shape, tuple(hidden_sizes))
+        make_encoder = own_encoder or (lambda: encoder(obs_shape, tuple(hidden_sizes)))
+        self.encoder = make_encoder()
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if core == "lstm" else None
         if self.lstm is not None:
             self.lstm.bias_ih_l0.data.zero_()
             self.lstm.bias_hh_l0.data.zero_()
-        head = (lambda n: NoisyLinear(self.hidden_size, n, sigma_init)) if noisy else \
-            (lambda n: nn.Linear(self.hidden_size, n))
-        self.policy, self.value = head(num_actions), head(1)
+        self.critic_encoder = make_encoder() if own_critic else None
+        value_inputs = self.hidden_size * (2 if own_critic and self.lstm is not None else 1)
+        head = (lambda size, n: NoisyLinear(size, n, sigma_init)) if noisy else nn.Linear
+        self.policy, self.value = head(self.hidden_size, num_actions), head(value_inputs, 1)
 
     def initial_state(self, batch_size: int) -> State:
         if self.lstm is None:
@@ -215,7 +221,7 @@ class ActorCritic(Network):
         return zeros, zeros.clone()
 
     def core(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        """The features the heads read, and the next state."""
+        """The features the policy head reads, and the next state."""
         features = self.encoder(inputs)
         if self.lstm is None:
             return features, ()
@@ -224,13 +230,17 @@ class ActorCritic(Network):
                                        lstm.bias_hh_l0)
         return hidden, (hidden, cell)
 
-    def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy head and state value for any leading shape, e.g. a whole rollout [T, B, H] at once."""
-        return self.policy(features), self.value(features).squeeze(-1)
+    def value_inputs(self, inputs: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """What the value head reads: the policy's features, or the critic's own encoding of the inputs
+        beside the LSTM's output with no gradient into it (its memory, for what the observation hides)."""
+        if self.critic_encoder is None:
+            return features
+        own = self.critic_encoder(inputs)
+        return own if self.lstm is None else torch.cat([own, features.detach()], dim=-1)
 
     def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
         features, state = self.core(inputs, state)
-        return (*self.heads(features), state)
+        return self.policy(features), self.value(self.value_inputs(inputs, features)).squeeze(-1), state
 
 
 def build_model(config: Config, spec: EnvSpec) -> Network:
@@ -240,6 +250,7 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         return structured_model(config, spec)
     if config.model:
         from .user_model import user_network  # imports the user's module: only when asked for
-        return user_network(config.model, spec, config.normalize_obs, centers_values(config))
+        return user_network(config.model, spec, config.normalize_obs, centers_values(config, spec))
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
-                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config))
+                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config, spec),
+                       own_critic(config, spec))

@@ -139,22 +139,6 @@ def test_actor_critic_rows_of_a_batch_are_independent():
     assert_close(value[1:2], value1)
 
 
-def test_heads_over_a_stacked_rollout_equal_the_per_step_forward():
-    torch.manual_seed(0)
-    model = ActorCritic(4, 3, (16,), noisy=True)
-    model.resample_noise()
-    state = model.initial_state(2)
-    per_step, hiddens = [], []
-    for obs in torch.randn(5, 2, 4):  # T = 5 steps of B = 2 environments
-        logits, value, state = model(obs, state)
-        per_step.append((logits, value))
-        hiddens.append(state[0])
-    logits, values = model.heads(torch.stack(hiddens))
-    assert logits.shape == (5, 2, 3) and values.shape == (5, 2)
-    assert_close(logits, torch.stack([lg for lg, _ in per_step]))
-    assert_close(values, torch.stack([v for _, v in per_step]))
-
-
 def breakout_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:
     """Mostly black frames: a band of bricks in every one, a ball and a paddle where they differ."""
     frames = torch.zeros(count, 4, 84, 84, dtype=torch.uint8)

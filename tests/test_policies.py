@@ -15,6 +15,11 @@ from a3c.policies import NumpyPolicy, TorchPolicy, make_policy
 
 SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
     "lstm": ((4,), {}),
+    "lstm-own-critic": ((4,), {"own_critic": True}),
+    "lstm-deep-own-critic-no-noise": ((4,), {"hidden_sizes": (12, 16), "own_critic": True, "noisy": False}),
+    "no-core-own-critic": ((4,), {"core": "none", "own_critic": True}),
+    "continuous-own-critic": ((4,), {"continuous": True, "own_critic": True}),
+    "frames-lstm-own-critic": ((2, 36, 36), {"own_critic": True}),
     "lstm-no-noise": ((4,), {"noisy": False}),
     "lstm-deep": ((4,), {"hidden_sizes": (12, 16)}),
     "no-core": ((4,), {"core": "none"}),

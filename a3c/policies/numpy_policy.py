@@ -53,13 +53,52 @@ def write_layer_grads(layer: nn.Module, d_weight: np.ndarray, d_bias: np.ndarray
         numpy_grad(layer.bias)[...] = d_bias
 
 
+class NumpyEncoder:
+    """An encoder of the stock network, run in numpy for an MLP; a convolutional one runs in torch,
+    without autograd when acting and with it once over the rollout's inputs in the backward pass."""
+
+    def __init__(self, module: nn.Module):
+        convolutional = not all(isinstance(layer, (nn.Linear, nn.ReLU)) for layer in module)
+        self.layers = [] if convolutional else [layer for layer in module if isinstance(layer, nn.Linear)]
+        self.torch_module = module if convolutional else None
+
+    def begin_rollout(self) -> None:
+        self.weights = [(layer.weight.numpy(), layer.bias.numpy()) for layer in self.layers]
+
+    def encode(self, inputs: np.ndarray) -> list[np.ndarray]:
+        """The encoder's input and each layer's output; the last is the features."""
+        if self.torch_module is not None:
+            with torch.no_grad():
+                return [inputs, self.torch_module(torch.from_numpy(inputs)).numpy()]
+        activations = [inputs]
+        for weight, bias in self.weights:
+            activations.append(np.maximum(activations[-1] @ weight.T + bias, 0.0))
+        return activations
+
+    def backward(self, activations: list[list[np.ndarray]], d_features: np.ndarray) -> None:
+        """Writes the gradients, given each step's `encode` record and d loss / d features [T, B, F]."""
+        if self.torch_module is not None:  # convolutional: torch's autograd, once over the whole rollout
+            inputs = torch.from_numpy(np.stack([step[0] for step in activations]))
+            encoded = self.torch_module(inputs.flatten(0, 1))
+            encoded.backward(torch.from_numpy(d_features.reshape(encoded.shape)))
+            return
+        layers = [np.stack(layer) for layer in zip(*activations)]
+        d_output = d_features
+        for k in range(len(self.layers) - 1, -1, -1):
+            d_pre = d_output * (layers[k + 1] > 0)  # through the ReLU
+            d_output, d_weight, d_bias = linear_backward(layers[k], d_pre, self.weights[k][0])
+            write_layer_grads(self.layers[k], d_weight, d_bias)
+
+
 class Step(NamedTuple):
     """What one recorded step computed, each [B, ...]: what the backward pass reads."""
 
     activations: list  # the encoder's input, then each MLP layer's output (a convnet: input, output)
     start_state: NumpyState
     lstm: Optional[StepTrace]
-    features: np.ndarray  # what the heads read
+    features: np.ndarray  # what the policy head reads
+    critic_activations: Optional[list]  # the critic's own encoder's, as `activations`
+    value_inputs: np.ndarray  # what the value head reads
 
 
 class NumpyPolicy(Policy):
@@ -67,9 +106,8 @@ class NumpyPolicy(Policy):
 
     def __init__(self, model: ActorCritic):
         super().__init__(model)
-        convolutional = not all(isinstance(layer, (nn.Linear, nn.ReLU)) for layer in model.encoder)
-        self.mlp_layers = [] if convolutional else [layer for layer in model.encoder if isinstance(layer, nn.Linear)]
-        self.torch_encoder = model.encoder if convolutional else None
+        self.encoder = NumpyEncoder(model.encoder)
+        self.critic_encoder = None if model.critic_encoder is None else NumpyEncoder(model.critic_encoder)
         if model.lstm is not None:
             self.gate_scale, self.gate_shift = gate_activation_constants(model.hidden_size)
         self.steps: list[Step] = []
@@ -87,7 +125,9 @@ class NumpyPolicy(Policy):
     def begin_rollout(self, state: NumpyState) -> NumpyState:
         """Views of the weights, the heads' noisy weights and the scaled LSTM weights of this rollout."""
         model = self.model
-        self.mlp_weights = [(layer.weight.numpy(), layer.bias.numpy()) for layer in self.mlp_layers]
+        for encoder in (self.encoder, self.critic_encoder):
+            if encoder is not None:
+                encoder.begin_rollout()
         lstm = model.lstm
         if lstm is not None:
             self.weight_ih, self.weight_hh = lstm.weight_ih_l0.numpy(), lstm.weight_hh_l0.numpy()
@@ -95,9 +135,9 @@ class NumpyPolicy(Policy):
             self.scaled_weight_hh_t = self.weight_hh.T * self.gate_scale
             self.scaled_lstm_bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0).numpy() * self.gate_scale
         (policy_weight, policy_bias), (value_weight, value_bias) = map(effective_weights, (model.policy, model.value))
-        self.heads_weight = torch.cat([policy_weight, value_weight]).numpy()  # one matmul for both heads
-        self.heads_weight_t = self.heads_weight.T.copy()
-        self.heads_bias = torch.cat([policy_bias, value_bias]).numpy()
+        self.policy_weight, self.policy_bias = policy_weight.numpy(), policy_bias.numpy()
+        self.policy_weight_t = self.policy_weight.T.copy()
+        self.value_weight, self.value_bias = value_weight.numpy(), value_bias.numpy()
         self.steps = []
         return state
 
@@ -107,16 +147,6 @@ class NumpyPolicy(Policy):
             return obs
         with torch.no_grad():
             return norm(torch.from_numpy(obs)).numpy()
-
-    def encode(self, inputs: np.ndarray) -> list[np.ndarray]:
-        """The encoder's input and each layer's output; the last is the features."""
-        if self.torch_encoder is not None:
-            with torch.no_grad():
-                return [inputs, self.torch_encoder(torch.from_numpy(inputs)).numpy()]
-        activations = [inputs]
-        for weight, bias in self.mlp_weights:
-            activations.append(np.maximum(activations[-1] @ weight.T + bias, 0.0))
-        return activations
 
     def lstm_step(self, features: np.ndarray, state: NumpyState) -> StepTrace:
         hidden, cell = state
@@ -129,13 +159,20 @@ class NumpyPolicy(Policy):
         return StepTrace(gates, tanh_cell, gates[:, 3 * size:] * tanh_cell, cell)
 
     def act(self, obs: np.ndarray, state: NumpyState, record: bool = True):
-        activations = self.encode(self.normalize(obs))
+        inputs = self.normalize(obs)
+        activations = self.encoder.encode(inputs)
         trace = None if self.model.lstm is None else self.lstm_step(activations[-1], state)
         features = activations[-1] if trace is None else trace.hidden
+        critic_activations, value_inputs = None, features
+        if self.critic_encoder is not None:  # as ActorCritic.value_inputs
+            critic_activations = self.critic_encoder.encode(inputs)
+            value_inputs = critic_activations[-1] if trace is None else \
+                np.concatenate([critic_activations[-1], features], axis=-1)
         if record:
-            self.steps.append(Step(activations, state, trace, features))
-        out = features @ self.heads_weight_t + self.heads_bias
-        return out[:, :-1], out[:, -1], (() if trace is None else (trace.hidden, trace.cell))
+            self.steps.append(Step(activations, state, trace, features, critic_activations, value_inputs))
+        head = features @ self.policy_weight_t + self.policy_bias
+        value = value_inputs @ self.value_weight[0] + self.value_bias[0]
+        return head, value, (() if trace is None else (trace.hidden, trace.cell))
 
     def restart(self, state: NumpyState, restarting: np.ndarray) -> NumpyState:
         if not restarting.any():
@@ -145,15 +182,21 @@ class NumpyPolicy(Policy):
 
     def backward(self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray],
                  restarted: np.ndarray) -> None:
-        model, steps, actions = self.model, self.steps, d_heads.shape[-1]
+        model, steps = self.model, self.steps
         features = np.stack([step.features for step in steps])
-        d_out = np.concatenate([d_heads, d_values[..., None]], axis=-1)
-        d_features, d_heads_weight, d_heads_bias = linear_backward(features, d_out, self.heads_weight)
-        write_layer_grads(model.policy, d_heads_weight[:actions], d_heads_bias[:actions])
-        write_layer_grads(model.value, d_heads_weight[actions:], d_heads_bias[actions:])
+        d_features, d_weight, d_bias = linear_backward(features, d_heads, self.policy_weight)
+        write_layer_grads(model.policy, d_weight, d_bias)
+        value_inputs = np.stack([step.value_inputs for step in steps])
+        d_value_inputs, d_weight, d_bias = linear_backward(value_inputs, d_values[..., None], self.value_weight)
+        write_layer_grads(model.value, d_weight, d_bias)
+        if self.critic_encoder is None:
+            d_features += d_value_inputs
+        else:  # the critic's own features come first; the LSTM's output beside them takes no gradient
+            own = d_value_inputs[..., :model.hidden_size]
+            self.critic_encoder.backward([step.critic_activations for step in steps], own)
         if model.lstm is not None:
             d_features = self.lstm_backward(d_features, ~restarted)
-        self.encoder_backward(d_features)
+        self.encoder.backward([step.activations for step in steps], d_features)
         self.write_log_std_grad(d_log_std)
 
     def lstm_backward(self, d_hidden: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -170,16 +213,3 @@ class NumpyPolicy(Policy):
         numpy_grad(lstm.bias_ih_l0)[...] = d_bias
         numpy_grad(lstm.bias_hh_l0)[...] = d_bias
         return d_inputs
-
-    def encoder_backward(self, d_features: np.ndarray) -> None:
-        if self.torch_encoder is not None:  # convolutional: torch's autograd, once over the whole rollout
-            inputs = torch.from_numpy(np.stack([step.activations[0] for step in self.steps]))
-            encoded = self.torch_encoder(inputs.flatten(0, 1))
-            encoded.backward(torch.from_numpy(d_features.reshape(encoded.shape)))
-            return
-        activations = [np.stack(layer) for layer in zip(*(step.activations for step in self.steps))]
-        d_output = d_features
-        for k in range(len(self.mlp_layers) - 1, -1, -1):
-            d_pre = d_output * (activations[k + 1] > 0)  # through the ReLU
-            d_output, d_weight, d_bias = linear_backward(activations[k], d_pre, self.mlp_weights[k][0])
-            write_layer_grads(self.mlp_layers[k], d_weight, d_bias)
