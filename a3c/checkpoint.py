@@ -33,7 +33,7 @@ def upgrade_from_2(payload: dict) -> dict:
 
 def upgrade_from_3(payload: dict) -> dict:
     """Format 3 (a3c 0.7 to 0.12): the value head read what the policy head read; format 4's config says
-    whether it reads an encoder of its own (`critic`, auto from a3c 0.13)."""
+    whether it reads an encoder of its own (`critic`, from a3c 0.13)."""
     return {**payload, "config": {"critic": "shared", **payload["config"]}, "version": 4}
 
 

@@ -73,8 +73,7 @@ TRAIN_OPTIONS = [
            "targets; auto: on where the value head reads the LSTM's output (--critic shared)",
            type=click.Choice(["auto", "on", "off"])),
     option("--critic", "own: the value head reads an encoder of its own beside the LSTM's output, which its "
-           "error does not train; shared: what the policy head reads; auto: own for the LSTM on a flat "
-           "observation", type=click.Choice(["auto", "own", "shared"])),
+           "error does not train; shared: what the policy head reads", type=click.Choice(["own", "shared"])),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),

@@ -44,12 +44,12 @@ class Config:
     # them with ReLU features and explore by the optimism of a value starting near 0
     # (docs/design/choices.md, "The LSTM's scale")
     center_values: str = "auto"
-    # own: the value head reads an encoder of its own beside the LSTM's output (without a gradient into it);
-    # shared: what the policy head reads. auto: own for the stock LSTM on a flat observation, whose value
-    # error drove its cell into saturation and left it at 3-7 times feed-forward's env steps on Acrobot
-    # (docs/design/choices.md, "The critic's own encoder"); shared for frames (a second convnet would double
-    # a step's largest cost) and feed-forward networks (one layer, the preset's fastest)
-    critic: str = "auto"
+    # own: the value head reads an encoder of its own beside the LSTM's output, with no gradient into it;
+    # shared: what the policy head reads, training the encoder and the LSTM with the policy. Shared by
+    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own: 1.6x and
+    # 5x the env steps); on Acrobot it saturates the cell, and the own critic's 1.2x feed-forward's env steps
+    # are the LSTM's best there (docs/design/choices.md, "The critic's own encoder")
+    critic: str = "shared"
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.5
@@ -120,9 +120,9 @@ class Config:
              "one or more widths >= 1, like 64,64"),
             ("core", self.core in ("lstm", "none"), "one of lstm, none"),
             ("center_values", self.center_values in ("auto", "on", "off"), "one of auto, on, off"),
-            ("critic", self.critic in ("auto", "own", "shared"), "one of auto, own, shared"),
-            ("critic", not (self.critic == "own" and self.model), "auto or shared with --model (the module "
-                                                                   "builds its own value head)"),
+            ("critic", self.critic in ("own", "shared"), "one of own, shared"),
+            ("critic", not (self.critic == "own" and self.model), "shared with --model (the module builds "
+                                                                   "its own value head)"),
             ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
             ("learner", not (self.learner == "numpy" and self.model),
              "auto or torch with --model (the numpy learner runs the stock network only)"),
@@ -206,19 +206,11 @@ STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer
                      "center_values", "critic")
 
 
-def own_critic(config: Config, spec) -> bool:
-    """Whether the stock network's value head reads an encoder of its own: --critic, where auto means the
-    LSTM on a flat observation (an EnvSpec's obs_shape of one axis, no Dict or Tuple parts)."""
-    flat = len(spec.obs_shape) == 1 and spec.obs_parts is None
-    return config.critic == "own" or (config.critic == "auto" and config.core == "lstm" and not config.model
-                                      and flat)
-
-
-def centers_values(config: Config, spec) -> bool:
+def centers_values(config: Config) -> bool:
     """Whether the value head learns returns less their running mean: --center-values, where auto means
-    the stock network whose value head reads the LSTM's output and trains it (no critic of its own)."""
+    the stock network whose value head reads the LSTM's output and trains it (--critic shared)."""
     return config.center_values == "on" or (config.center_values == "auto" and config.core == "lstm"
-                                            and not config.model and not own_critic(config, spec))
+                                            and not config.model and config.critic == "shared")
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:

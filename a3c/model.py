@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import Config, centers_values, own_critic
+from .config import Config, centers_values
 from .envs import EnvSpec
 
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
@@ -250,7 +250,7 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         return structured_model(config, spec)
     if config.model:
         from .user_model import user_network  # imports the user's module: only when asked for
-        return user_network(config.model, spec, config.normalize_obs, centers_values(config, spec))
+        return user_network(config.model, spec, config.normalize_obs, centers_values(config))
     return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
-                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config, spec),
-                       own_critic(config, spec))
+                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config),
+                       config.critic == "own")

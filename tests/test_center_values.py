@@ -7,8 +7,6 @@ the state stops depending on the observation, and the policy with it (docs/desig
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import torch
@@ -60,18 +58,15 @@ def test_centred_values_keep_the_lstm_out_of_saturation():
 
 
 def test_auto_centres_a_value_head_that_reads_the_lstm_only():
-    flat, frames = env_spec("CartPole-v1"), SimpleNamespace(obs_shape=(4, 84, 84), obs_parts=None)
-    assert centers_values(Config(core="lstm", critic="shared"), flat)
-    assert centers_values(Config(core="lstm"), frames)  # auto: frames share the critic
-    assert not centers_values(Config(core="lstm"), flat)  # auto: the critic's own encoder
-    assert not centers_values(Config(core="none"), flat)
-    assert not centers_values(Config(core="lstm", model="examples.custom_model:mlp"), flat)
-    assert centers_values(Config(core="none", center_values="on"), flat)
-    assert not centers_values(Config(core="lstm", critic="shared", center_values="off"), flat)
+    assert centers_values(Config(core="lstm"))
+    assert not centers_values(Config(core="lstm", critic="own"))  # its own ReLU features reach any offset
+    assert not centers_values(Config(core="none"))
+    assert not centers_values(Config(core="lstm", model="examples.custom_model:mlp"))
+    assert centers_values(Config(core="none", center_values="on"))
+    assert not centers_values(Config(core="lstm", center_values="off"))
 
 
 def test_the_network_names_the_statistics_workers_share():
     spec = env_spec("CartPole-v1")
-    assert set(build_model(Config(normalize_obs=True, critic="shared"), spec).statistics()) == {"obs_norm",
-                                                                                              "value_stats"}
+    assert set(build_model(Config(normalize_obs=True), spec).statistics()) == {"obs_norm", "value_stats"}
     assert set(build_model(Config(core="none"), spec).statistics()) == set()

@@ -132,7 +132,7 @@ def play_side_by_side(agent, runner, env: gym.Env, state_in: list[str]) -> int:
 
 
 def test_the_graph_takes_a_dynamic_batch_and_gives_the_value_in_return_units_and_the_distribution(tmp_path):
-    config = Config.for_env("Pendulum-v1", core="lstm", critic="shared", normalize_obs=True, reward_scale=0.125)
+    config = Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True, reward_scale=0.125)
     _, runner, model = session(tmp_path, config)
     obs = np.random.default_rng(0).uniform(-1, 1, (7, 3)).astype(np.float32)
     outputs = onnx_step(runner, obs, {key: np.zeros((7, 64), dtype=np.float32) for key in ("h", "c")})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,9 +12,11 @@ from torch import nn
 from torch.testing import assert_close
 
 from a3c.config import Config
+from a3c.flat import attach_flat_gradient
 from a3c.model import ActorCritic, NoisyLinear
 from a3c.envs import EnvSpec
 from a3c.model import build_model
+from a3c.policies import NumpyPolicy, TorchPolicy
 
 
 def make_layer(in_features=16, out_features=8, sigma_init=0.017, seed=0) -> NoisyLinear:
@@ -137,6 +140,26 @@ def test_actor_critic_rows_of_a_batch_are_independent():
     logits1, value1, _ = model(obs[1:2], model.initial_state(1))
     assert_close(logits[1:2], logits1)
     assert_close(value[1:2], value1)
+
+
+@pytest.mark.parametrize("policy_type", ["numpy", "torch"])
+def test_the_own_critics_value_trains_its_encoder_and_head_only(policy_type):
+    """--critic own: the value's gradient reaches the critic's encoder and the value head, never the
+    policy's encoder, LSTM or head, though the value reads the LSTM's output (over a rollout, through
+    either learner's backward pass)."""
+    torch.manual_seed(0)
+    model = ActorCritic(4, 3, (16,), own_critic=True)
+    model.resample_noise()  # the noise scales' gradients are the noise times the means'
+    attach_flat_gradient(model)
+    policy = (NumpyPolicy if policy_type == "numpy" else TorchPolicy)(model)
+    state = policy.begin_rollout(policy.initial_state(2))
+    for obs in np.random.default_rng(0).standard_normal((5, 2, 4)).astype(np.float32):
+        _, value, state = policy.act(obs, state)
+    d_values = np.ones((5, 2), dtype=np.float32)
+    policy.backward(np.zeros((5, 2, 3), dtype=np.float32), d_values, None, np.zeros((5, 2), dtype=bool))
+    for name, param in model.named_parameters():
+        trained = name.startswith(("critic_encoder.", "value."))
+        assert (torch.count_nonzero(param.grad) > 0) == trained, name
 
 
 def breakout_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:
