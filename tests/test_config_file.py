@@ -36,7 +36,7 @@ def test_the_file_sets_options_on_top_of_the_preset_and_the_command_line_wins(tm
     assert (config.env, config.num_processes, config.hidden_sizes) == ("Acrobot-v1", 3, (32, 32))
     assert config.normalize_obs and config.target_return is None
     assert config.lr == 0.002  # the command line over the file
-    assert config.core == PRESETS["Acrobot-v1"]["core"] and config.max_steps == PRESETS["Acrobot-v1"]["max_steps"]
+    assert config.critic == PRESETS["Acrobot-v1"]["critic"] and config.max_steps == PRESETS["Acrobot-v1"]["max_steps"]
     code, config, _ = trained_config("--config", str(path), "--env", "CartPole-v1", "--run-dir", "run")
     assert config.env == "CartPole-v1" and config.t_max == PRESETS["CartPole-v1"]["t_max"]  # that env's preset
 
