@@ -5,7 +5,7 @@
     agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
 """
 
-__version__ = "0.12.0"  # before the imports: modules of the package read it while it loads
+__version__ = "0.13.0"  # before the imports: modules of the package read it while it loads
 
 from .api import load_agent, train  # noqa: E402
 from .callbacks import Callback  # noqa: E402

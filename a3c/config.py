@@ -46,8 +46,8 @@ class Config:
     center_values: str = "auto"
     # own: the value head reads an encoder of its own beside the LSTM's output, with no gradient into it;
     # shared: what the policy head reads, training the encoder and the LSTM with the policy. Shared by
-    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own: 1.6x and
-    # 5x the env steps); on Acrobot it saturates the cell, and the own critic's 1.2x feed-forward's env steps
+    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own: 1.9x and
+    # 3-5x the env steps); on Acrobot it saturates the cell, and the own critic's 1.2x feed-forward's env steps
     # are the LSTM's best there (docs/design/choices.md, "The critic's own encoder")
     critic: str = "shared"
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
