@@ -25,9 +25,9 @@ PRESETS: dict[str, dict] = {
     # returns near -100 swamp the policy gradient unless scaled to about -10, as the defaults do.
     # The LSTM with a critic of its own (the value's error saturated the shared LSTM's cell: 4-7 times
     # feed-forward's env steps). Confirmed solves, side by side with feed-forward (--core none --critic
-    # shared, the preset before 0.13), seeds 800-819 and 840-849: 20/20 and 10/10 at a median 34,000 and 30,320
-    # env steps against 28,400 and 31,120 (1.20x and 0.97x), 1.29x and 1.24x the seconds (4.9 and 4.7 s): an
-    # LSTM step costs more (docs/design/choices.md, "The critic's own encoder")
+    # shared, the preset before 0.13), three invocations (seeds 800-819, 840-849, 860-879): 20/20, 10/10 and
+    # 20/20 at 1.20x, 0.97x and 1.01x its median env steps, 1.24-1.48x its seconds (4.6-4.9 s): an LSTM step
+    # costs more (docs/design/choices.md, "The critic's own encoder")
     "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "critic": "own",
                    "replay_ratio": 1.0, "replay_priority": 0.6},
     # angular velocities up to 8 saturated the LSTM (cell states of 20-40, a constant torque and a
