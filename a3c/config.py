@@ -121,8 +121,6 @@ class Config:
             ("core", self.core in ("lstm", "none"), "one of lstm, none"),
             ("center_values", self.center_values in ("auto", "on", "off"), "one of auto, on, off"),
             ("critic", self.critic in ("own", "shared"), "one of own, shared"),
-            ("critic", not (self.critic == "own" and self.model), "shared with --model (the module builds "
-                                                                   "its own value head)"),
             ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
             ("learner", not (self.learner == "numpy" and self.model),
              "auto or torch with --model (the numpy learner runs the stock network only)"),

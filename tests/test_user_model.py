@@ -106,3 +106,12 @@ def test_the_cli_refuses_a_broken_model_before_writing_anything(tmp_path, args, 
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert len(error_lines) == 1 and all(word in error_lines[0] for word in words), result.stderr
     assert not run_dir.exists()
+
+
+def test_a_presets_stock_network_options_leave_a_users_module_as_it_is():
+    """Acrobot's preset asks the stock network for a critic of its own; a --model builds its own value head,
+    so the preset neither refuses it nor centres its values."""
+    config = Config.for_env("Acrobot-v1", model="examples.custom_model:mlp")
+    assert config.critic == "own"
+    model = build_model(config, env_spec("Acrobot-v1"))
+    assert isinstance(model, UserNetwork) and model.value_stats is None
