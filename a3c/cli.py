@@ -72,8 +72,9 @@ TRAIN_OPTIONS = [
     option("--center-values", "on: the value head learns the return less the running mean of the value "
            "targets; auto: on where the value head reads the LSTM's output (--critic shared)",
            type=click.Choice(["auto", "on", "off"])),
-    option("--critic", "own: the value head reads an encoder of its own beside the LSTM's output, which its "
-           "error does not train; shared: what the policy head reads", type=click.Choice(["own", "shared"])),
+    option("--critic", "the stock network's value head: own: an encoder of its own beside the LSTM's output, "
+           "which its error does not train (Acrobot's preset); shared: what the policy head reads",
+           type=click.Choice(["own", "shared"])),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),
