@@ -28,6 +28,7 @@ DEFAULT_SPACE: dict[str, dict] = {
     "envs_per_process": {"choices": [1, 2, 4, 8, 16]},
     "hidden_sizes": {"choices": [[64], [128], [256], [64, 64], [128, 128]]},
     "core": {"choices": ["lstm", "none"]},
+    "critic": {"choices": ["shared", "own"]},  # own: Acrobot's LSTM at a quarter of the env steps, CartPole's at 2x
     "noise": {"choices": [True, False]},
     "replay_ratio": {"choices": [0.0, 0.5, 1.0, 2.0]},
     "replay_priority": {"low": 0.0, "high": 1.0},
