@@ -186,7 +186,7 @@ class NumpyPolicy(Policy):
         features = np.stack([step.features for step in steps])
         d_features, d_weight, d_bias = linear_backward(features, d_heads, self.policy_weight)
         write_layer_grads(model.policy, d_weight, d_bias)
-        value_inputs = np.stack([step.value_inputs for step in steps])
+        value_inputs = features if self.critic_encoder is None else np.stack([step.value_inputs for step in steps])
         d_value_inputs, d_weight, d_bias = linear_backward(value_inputs, d_values[..., None], self.value_weight)
         write_layer_grads(model.value, d_weight, d_bias)
         if self.critic_encoder is None:
