@@ -5,10 +5,9 @@
     agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
 """
 
-__version__ = "0.13.0"  # before the imports: modules of the package read it while it loads
+from ._version import __version__
+from .api import load_agent, train
+from .callbacks import Callback
+from .config import Config
 
-from .api import load_agent, train  # noqa: E402
-from .callbacks import Callback  # noqa: E402
-from .config import Config  # noqa: E402
-
-__all__ = ["Callback", "Config", "load_agent", "train"]
+__all__ = ["Callback", "Config", "__version__", "load_agent", "train"]

@@ -13,7 +13,8 @@ from .checkpoint import check_spaces, load_checkpoint
 from .config import Config
 from .distributions import distribution, mask_logits
 from .envs import EnvError, EnvSpec, env_spec
-from .model import Network, build_model
+from .factory import build_model
+from .model import Network
 from .observation_parts import flatten_batch
 from .policies import make_policy
 

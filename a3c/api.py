@@ -9,6 +9,7 @@ import os
 from typing import Optional, Sequence
 
 from .config import Config
+from .console import silent
 from .tracking import prestart
 
 
@@ -40,6 +41,3 @@ def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Opti
     from .agent import load_agent as load
     return load(path, env_id, seed)
 
-
-def silent(*args, **kwargs) -> None:
-    pass

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from . import __version__
+from ._version import __version__
 from .config import Config
 from .errors import CheckpointError, first_line, writing
 

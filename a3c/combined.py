@@ -10,8 +10,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import centers_values
-from .errors import ConfigError
 from .model import ActorCritic, RunningNorm, encoder, flat_size, mlp
 from .observation_parts import Part
 
@@ -65,20 +63,3 @@ class StructuredActorCritic(ActorCritic):
         super().__init__((sum(part.size for part in parts),), num_actions, hidden_sizes, **options,
                          own_encoder=combined_encoder)
 
-
-def structured_model(config, spec) -> nn.Module:
-    """The network for a Dict or Tuple observation: the user's (reading a dict of tensors) or the stock one."""
-    if config.learner == "numpy":
-        raise ConfigError("--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
-                          "trains with --learner auto or torch")
-    if config.model:
-        from .user_model import user_network
-        model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
-    else:
-        model = StructuredActorCritic(spec.obs_parts, spec.num_actions, tuple(config.hidden_sizes), core=config.core,
-                                      noisy=config.noise, sigma_init=config.sigma_init, continuous=spec.continuous,
-                                      normalize_obs=config.normalize_obs, center_values=centers_values(config),
-                                      own_critic=config.critic == "own")
-    if model.obs_norm is not None:
-        model.obs_norm = PartsNorm(spec.obs_parts)
-    return model

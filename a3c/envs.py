@@ -10,10 +10,9 @@ from typing import Any, Optional
 import gymnasium as gym
 import numpy as np
 
-from .distributions import distribution, mask_logits
 from .errors import EnvError, first_line
 from .observation_parts import FlatObservation, with_flat_observation
-from .presets import is_atari, is_minatar
+from .families import is_atari, is_minatar
 
 
 @dataclass(frozen=True)
@@ -278,16 +277,22 @@ def probe_action_masks(spec: EnvSpec, env: gym.Env, env_id: str, info: dict) -> 
         problem = action_mask_problem(info.get(ACTION_MASK), spec)
         if problem is not None:
             raise EnvError(f"env {env_id} at {where}: {problem}")
-        legal = distribution(spec).greedy(mask_logits(np.zeros((1, spec.num_actions), np.float32),
-                                                      np.asarray(info[ACTION_MASK], dtype=bool)[None]))
         try:
-            _, _, terminated, truncated, info = env.step(spec.env_actions(legal)[0])
+            _, _, terminated, truncated, info = env.step(spec.env_actions(first_legal_action(spec, info[ACTION_MASK])))
             if terminated or truncated:  # an episode's last step needs no mask: the next reset's is acted on
                 _, info = env.reset()
         except Exception as error:
             raise EnvError(f"env {env_id} at its step {step} raised {type(error).__name__}: "
                            f"{first_line(error)}") from error
         where = f"its reset after step {step}" if terminated or truncated else f"its step {step}"
+
+
+def first_legal_action(spec: EnvSpec, mask) -> np.ndarray:
+    """The first legal choice of each part of the action (a Discrete space's one part): what the probe plays."""
+    mask = np.asarray(mask, dtype=bool)
+    if spec.action_parts is None:
+        return mask.argmax()
+    return np.array([part.argmax() for part in np.split(mask, np.cumsum(spec.action_parts)[:-1])])
 
 
 @dataclass

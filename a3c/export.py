@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import __version__
+from ._version import __version__
 from .config import Config
 from .distributions import MASKED_LOGIT
 from .envs import ACTION_MASK, EnvSpec

@@ -14,8 +14,8 @@ from .config import Config
 from .distributions import distribution, mask_logits
 from .envs import make_env_batch
 from .flat import attach_flat_gradient, clip_norm_, flatten_parameters
-from .model import RunningNorm, build_model
-from .optim import linear_decay
+from .factory import build_model
+from .model import RunningNorm
 from .policies import make_policy
 from .replay import ReplayMemory, Rollout
 from .returns import (LossGradient, a3c_loss, actor_critic_loss, fold_truncation_bootstrap, gae_advantages,
@@ -223,7 +223,3 @@ def value_offset(value_stats: Optional[RunningNorm]) -> float:
     """What the value head's output lacks of a return: the running mean of the value targets with
     --center-values, read once an update (the other workers update it meanwhile); else 0."""
     return 0.0 if value_stats is None else value_stats.mean.item()
-
-
-def current_lr(config: Config, env_steps: int) -> float:
-    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr

@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, Optional
 
+from .console import Console
 from .errors import writing
 from .messages import Evaluation, Failure, Update
 
@@ -93,32 +94,6 @@ def drop_rows_after(path: Path, env_steps: int) -> None:
         with open(tmp, "w", newline="") as file:
             csv.writer(file).writerows(kept)
         os.replace(tmp, path)
-
-
-class Console:
-    """Progress on the console: a live, rewritten line on a terminal; plain lines in a pipe or log."""
-
-    def __init__(self, print_fn=print, live: Optional[bool] = None):
-        self.print_fn = print_fn
-        self.live = sys.stdout.isatty() if live is None else live
-        self._pending_line = False
-
-    def progress(self, line: str) -> None:
-        if self.live:
-            self.print_fn("\r\033[K" + line, end="", flush=True)
-            self._pending_line = True
-        else:
-            self.print_fn(line, flush=True)
-
-    def message(self, line: str, error: bool = False) -> None:
-        """A line of its own; errors always go to stderr, whatever print_fn does with progress."""
-        if self._pending_line:
-            self.print_fn("", flush=True)
-            self._pending_line = False
-        if error:
-            print(line, file=sys.stderr, flush=True)
-        else:
-            self.print_fn(line, flush=True)
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:

@@ -4,7 +4,7 @@ Every network the trainer runs is a `Network`: it maps a batch of (normalised) i
 and a recurrent state to the policy head, the state value and the next state. The
 trainer adds the rest around it: the observation statistics (`obs_norm`) and, for a
 Box action space, the Gaussian's state-independent log standard deviation
-(`log_std`). A user's own module is wrapped into one (a3c/user_model.py).
+(`log_std`). A user's own module is wrapped into one (a3c/user_model.py); a3c/factory.py builds them.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-from .config import Config, centers_values
-from .envs import EnvSpec
 
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
 
@@ -242,15 +239,3 @@ class ActorCritic(Network):
         features, state = self.core(inputs, state)
         return self.policy(features), self.value(self.value_inputs(inputs, features)).squeeze(-1), state
 
-
-def build_model(config: Config, spec: EnvSpec) -> Network:
-    """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model)."""
-    if spec.obs_parts is not None:  # a Dict or Tuple observation
-        from .combined import structured_model
-        return structured_model(config, spec)
-    if config.model:
-        from .user_model import user_network  # imports the user's module: only when asked for
-        return user_network(config.model, spec, config.normalize_obs, centers_values(config))
-    return ActorCritic(spec.obs_shape, spec.num_actions, config.hidden_sizes, config.core, config.noise,
-                       config.sigma_init, spec.continuous, config.normalize_obs, centers_values(config),
-                       config.critic == "own")

@@ -14,6 +14,8 @@ from typing import Iterable, Sequence
 
 import torch
 
+from .config import Config
+
 
 class SharedOptimizer:
     state_names: tuple[str, ...] = ()
@@ -136,3 +138,8 @@ def make_optimizer(name: str, params, lr: float) -> SharedOptimizer:
 def linear_decay(initial_lr: float, env_steps: int, max_steps: int) -> float:
     """Learning rate after env_steps of a linear decay to zero at max_steps."""
     return initial_lr * max(0.0, 1.0 - env_steps / max_steps)
+
+
+def current_lr(config: Config, env_steps: int) -> float:
+    """The run's learning rate after `env_steps`: --lr, decayed linearly to 0 at --max-steps with --lr-decay."""
+    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr

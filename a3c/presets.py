@@ -6,15 +6,8 @@ line wins. Each entry's budget and result are in the README.
 
 from __future__ import annotations
 
+from .families import is_atari, is_minatar
 from .options import as_option
-
-
-def is_atari(env_id: str) -> bool:
-    return env_id.startswith("ALE/")
-
-
-def is_minatar(env_id: str) -> bool:
-    return env_id.startswith("MinAtar/")
 
 
 PRESETS: dict[str, dict] = {

@@ -16,7 +16,8 @@ from .config import Config
 from .counter import StepCounter
 from .envs import EnvSpec
 from .flat import flatten_parameters
-from .model import Network, build_model
+from .factory import build_model
+from .model import Network
 from .optim import SharedOptimizer, make_optimizer
 from .seeding import model_seed
 from .turns import Turns

@@ -24,11 +24,11 @@ from .config import Config, config_for_resume
 from .counter import StepCounter
 from .envs import env_spec
 from .errors import CheckpointError, ConfigError, WriteError, first_line, writing
-from .learner import current_lr
 from .messages import WriteFailed
-from .metrics import Console, MetricsWriter, drop_rows_after
+from .console import Console
+from .metrics import MetricsWriter, drop_rows_after
 from .model import Network
-from .optim import SharedOptimizer
+from .optim import SharedOptimizer, current_lr
 from .phases import Phases, format_phases
 from .processes import Heartbeats, Shared, shared_model, start_method, worker_turns
 from .run_lock import RunLock

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .api import silent
+from .console import silent
 from .callbacks import Callback
 from .config import Config
 from .errors import ConfigError

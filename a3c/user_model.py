@@ -22,8 +22,7 @@ import torch
 from torch import nn
 
 from .combined import unflatten
-from .config import ConfigError
-from .errors import first_line
+from .errors import ConfigError, first_line
 from .model import Network, State
 from .observation_parts import flatten_one
 

@@ -10,9 +10,9 @@ import torch
 
 from .config import Config
 from .errors import EnvError
-from .learner import ActorLearner, RolloutReport, current_lr
+from .learner import ActorLearner, RolloutReport
 from .messages import Failure, Update
-from .optim import SharedOptimizer
+from .optim import SharedOptimizer, current_lr
 from .processes import Shared, become_child_process, parent_is_gone
 from .seeding import WorkerSeeds, seed_worker_torch
 

@@ -44,7 +44,8 @@ from a3c.config import Config  # noqa: E402
 from a3c.envs import env_spec  # noqa: E402
 from a3c.learner import RolloutReport  # noqa: E402
 from a3c.messages import Update  # noqa: E402
-from a3c.metrics import Console, MetricsWriter  # noqa: E402
+from a3c.console import Console  # noqa: E402
+from a3c.metrics import MetricsWriter  # noqa: E402
 from a3c.processes import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"

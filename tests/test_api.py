@@ -86,7 +86,7 @@ def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path):
 def save_untrained(tmp_path, config: a3c.Config):
     """A best.pt of a fresh network, as the evaluator writes one."""
     from a3c.checkpoint import checkpoint_payload, save_checkpoint
-    from a3c.model import build_model
+    from a3c.factory import build_model
     torch.manual_seed(0)
     model = build_model(config, env_spec(config.env))
     with torch.no_grad():

@@ -16,7 +16,7 @@ from a3c.capacity import PROCESS_BYTES, check_capacity, estimate, network_size, 
 from a3c.config import Config
 from a3c.envs import EnvSpec, env_spec
 from a3c.errors import ConfigError
-from a3c.model import build_model
+from a3c.factory import build_model
 
 from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 

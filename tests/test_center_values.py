@@ -15,7 +15,7 @@ from a3c.config import Config, centers_values
 from a3c.diagnostics import network_diagnostics
 from a3c.envs import env_spec
 from a3c.learner import ActorLearner, value_offset
-from a3c.model import build_model
+from a3c.factory import build_model
 from a3c.optim import make_optimizer
 from a3c.seeding import worker_seeds
 

@@ -13,7 +13,8 @@ from a3c.agent import load_agent, model_from_checkpoint
 from a3c.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.envs import env_spec
-from a3c.model import ActorCritic, build_model
+from a3c.factory import build_model
+from a3c.model import ActorCritic
 
 DATA = Path(__file__).parent / "data"
 

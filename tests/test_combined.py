@@ -12,7 +12,7 @@ from a3c.combined import CombinedFeatures, PartsNorm, StructuredActorCritic
 from a3c.config import Config, ConfigError
 from a3c.envs import env_spec, make_env
 from a3c.learner import ActorLearner
-from a3c.model import build_model
+from a3c.factory import build_model
 from a3c.policies import TorchPolicy
 from a3c.seeding import worker_seeds
 from a3c.user_model import UserNetwork

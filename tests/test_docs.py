@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, Console, MetricsWriter
+from a3c.console import Console
+from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsWriter
 from a3c.phases import MILESTONES
 
 from .conftest import REPO_ROOT

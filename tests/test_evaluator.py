@@ -6,7 +6,7 @@ import a3c.evaluator as evaluator
 from a3c.agent import Agent
 from a3c.config import Config
 from a3c.envs import env_spec
-from a3c.model import build_model
+from a3c.factory import build_model
 
 
 def test_many_episodes_are_played_a_batch_of_envs_at_a_time(monkeypatch):

@@ -18,7 +18,7 @@ from a3c.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config import Config
 from a3c.envs import env_spec, make_env
 from a3c.export import export_onnx
-from a3c.model import build_model
+from a3c.factory import build_model
 from a3c.trainer import train
 
 from .conftest import assert_one_line_usage_error, run_cli

@@ -11,7 +11,7 @@ import torch
 
 from a3c.config import Config
 from a3c.envs import env_spec, make_env
-from a3c.model import build_model
+from a3c.factory import build_model
 
 from .conftest import REPO_ROOT, run_cli
 from .test_cli import assert_one_line_usage_error

@@ -15,7 +15,7 @@ from a3c.config import Config
 from a3c.flat import attach_flat_gradient
 from a3c.model import ActorCritic, NoisyLinear
 from a3c.envs import EnvSpec
-from a3c.model import build_model
+from a3c.factory import build_model
 from a3c.policies import NumpyPolicy, TorchPolicy
 
 

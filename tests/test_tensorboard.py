@@ -16,7 +16,8 @@ from a3c.checkpoint import load_checkpoint
 from a3c.errors import WriteError
 from a3c.learner import RolloutReport
 from a3c.messages import Evaluation, Update
-from a3c.metrics import Console, MetricsWriter
+from a3c.console import Console
+from a3c.metrics import MetricsWriter
 from a3c.tensorboard_events import EventFile
 
 from .conftest import fill, metrics_rows, run_cli

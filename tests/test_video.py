@@ -13,7 +13,7 @@ import pytest
 from a3c.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config import Config
 from a3c.envs import env_spec
-from a3c.model import build_model
+from a3c.factory import build_model
 from a3c.video import FRAMES_PER_SECOND, GifWriter, gif_durations
 
 from .conftest import REPO_ROOT, run_cli

@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 from ..config import Config
 from ..evaluator import run_evaluator
 from ..messages import Update
-from ..metrics import Console
+from ..console import Console
 from ..processes import Shared
 from ..seeding import worker_seeds
 from ..worker import run_worker

@@ -1,0 +1,12 @@
+"""The env families the trainer makes in its own way, told by their ids: Atari's ALE/ games and MinAtar's.
+
+A leaf without imports: the presets and the env makers both ask it, and neither needs the other.
+"""
+
+
+def is_atari(env_id: str) -> bool:
+    return env_id.startswith("ALE/")
+
+
+def is_minatar(env_id: str) -> bool:
+    return env_id.startswith("MinAtar/")
