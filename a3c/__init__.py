@@ -5,9 +5,9 @@
     agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
 """
 
-from ._version import __version__
-from .api import load_agent, train
-from .callbacks import Callback
-from .config import Config
+from a3c._version import __version__
+from a3c.api import load_agent, train
+from a3c.run.callbacks import Callback
+from a3c.config.settings import Config
 
 __all__ = ["Callback", "Config", "__version__", "load_agent", "train"]

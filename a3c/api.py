@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
-from .config import Config
-from .console import silent
-from .tracking import prestart
+from a3c.config.settings import Config
+from a3c.run.console import silent
+from a3c.run.tracking import prestart
 
 
 def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
@@ -31,13 +31,13 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
         raise TypeError(f"changes ({', '.join(changes)}) apply to a resumed run; put them in the Config")
     if config is not None:
         prestart(config.track)  # its library's import runs beside torch's, if torch is not imported yet
-    from .trainer import train as run_training
+    from a3c.run.trainer import train as run_training
     return run_training(config, print_fn=print if verbose else silent,
                         resume=None if resume is None else str(resume), overrides=changes, callbacks=callbacks)
 
 
 def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None):
     """An Agent acting with a checkpoint's weights (a run's checkpoints/best.pt or last.pt); see a3c/agent.py."""
-    from .agent import load_agent as load
+    from a3c.agent import load_agent as load
     return load(path, env_id, seed)
 

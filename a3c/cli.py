@@ -12,9 +12,9 @@ from contextlib import contextmanager
 
 import click
 
-from .config import Config
-from .options import field_name, option_value
-from .errors import USAGE_ERRORS, ConfigError, WriteError, check_output_file
+from a3c.config.settings import Config
+from a3c.config.options import field_name, option_value
+from a3c.errors import USAGE_ERRORS, ConfigError, WriteError, check_output_file
 
 DEFAULTS = Config()
 
@@ -141,15 +141,15 @@ def cli(ctx, config_file, resume, **settings):
     if ctx.invoked_subcommand is not None:
         gc.enable()
         return
-    from .phases import process_start_time
-    from .tracking import prestart
+    from a3c.run.phases import process_start_time
+    from a3c.run.tracking import prestart
     given = {name: value for name, value in settings.items()
              if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     try:
         with usage_errors():
             config = training_config(settings["env"], given, config_file, resume)
             prestart(config.track)  # its library's import runs beside torch's, on the other core
-            from .trainer import EXIT_CODES, train
+            from a3c.run.trainer import EXIT_CODES, train
             gc.enable()  # off since main(); train() freezes what the imports made
             summary = train(config, resume=resume, overrides=given, launched_at=process_start_time()).summary
     except WriteError as error:  # before the run started (config.json, a resume's CSVs): a full disk
@@ -195,9 +195,9 @@ def evaluate(checkpoint, episodes, env_id, seed, video):
     """Play greedy episodes with a checkpoint's weights; print mean and std of the return."""
     import statistics
 
-    from .agent import load_agent
-    from .evaluator import evaluate_agent
-    from .video import check_video_path, record_episodes, require_imageio
+    from a3c.agent import load_agent
+    from a3c.parallel.evaluator import evaluate_agent
+    from a3c.tools.video import check_video_path, record_episodes, require_imageio
     with usage_errors():
         if video is not None:
             require_imageio("--video")
@@ -220,9 +220,9 @@ def export(checkpoint, out):
     """Write a checkpoint's network as an ONNX file, for ONNX Runtime (pip install -r requirements-export.txt):
     raw observations (and the LSTM's h, c) in; the env's action, the value, the distribution's
     parameters (and h_out, c_out) out."""
-    from .agent import model_from_checkpoint
-    from .checkpoint import load_checkpoint
-    from .export import export_onnx, require_onnx
+    from a3c.agent import model_from_checkpoint
+    from a3c.learn.checkpoint import load_checkpoint
+    from a3c.tools.export import export_onnx, require_onnx
     with usage_errors():
         require_onnx()
         check_output_file("--out", out, (".onnx",))
@@ -238,7 +238,7 @@ def export(checkpoint, out):
               help="image to write (.png, .pdf, .svg)")
 def plot(run_dirs, out):
     """Draw learning curves (return against env steps and wall time) of one or more runs."""
-    from .plot import plot_runs
+    from a3c.tools.plot import plot_runs
     with usage_errors():
         path = plot_runs(list(run_dirs), out)
     click.echo(f"wrote {path}")
@@ -247,7 +247,7 @@ def plot(run_dirs, out):
 @cli.command()
 def presets():
     """Print the per-environment settings applied when training on these envs."""
-    from .presets import format_presets
+    from a3c.config.presets import format_presets
     click.echo(format_presets())
 
 
@@ -280,11 +280,11 @@ def tune(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes,
          study_name, seed, out):
     """Search hyperparameters with Optuna: each trial trains --seeds runs of sampled settings; writes
     trials.csv, best.toml (for --config) and plots into --out."""
-    from .tune_setup import study_settings
+    from a3c.tune.setup import study_settings
     with usage_errors():
         study = study_settings(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes, pruner,
                                prune_startup, storage, study_name, seed, out)
-        from .tune import tune as run_study
+        from a3c.tune.study import tune as run_study
         click.echo(f"tuning {env}: {trials} trials of {seeds} seeds x {study.max_steps:,} env steps, "
                    f"{jobs} job(s) x {study.num_processes} processes; study {study.study_name!r} in {study.storage}")
         written, interrupted = run_study(study)

@@ -48,7 +48,7 @@ def train_rate(repo: Path, steps: int, **options) -> dict:
 def random_steps(kind: str, seconds: float) -> int:
     """Agent steps of Pong with random actions in `seconds`, ENVS envs in one process: ALE's vector env
     (kind "vector") or gymnasium's wrappers in a loop."""
-    from a3c.envs import make_atari, make_atari_vector
+    from a3c.envs.spec import make_atari, make_atari_vector
     rng = np.random.default_rng(0)
     if kind == "vector":
         vector_env = make_atari_vector(ENV, ENVS, training=True)

@@ -1,4 +1,4 @@
-"""The network diagnostics of checkpoints (a3c/diagnostics.py), one row each, on the policy's own play.
+"""The network diagnostics of checkpoints (a3c/tools/diagnostics.py), one row each, on the policy's own play.
 
     diagnose.py runs/<run>/checkpoints/last.pt runs/<run>/checkpoints/best.pt
     diagnose.py --every 1 --run "--env Acrobot-v1 --core lstm --max-steps 60000 --seed 0"
@@ -29,8 +29,8 @@ import torch
 from common import PYTHON, REPO, print_table
 
 from a3c.agent import model_from_checkpoint
-from a3c.checkpoint import load_checkpoint
-from a3c.diagnostics import COLUMNS, network_diagnostics
+from a3c.learn.checkpoint import load_checkpoint
+from a3c.tools.diagnostics import COLUMNS, network_diagnostics
 
 
 @torch.no_grad()

@@ -40,13 +40,13 @@ from throughput import env_ceiling
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its pieces directly
 from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel  # noqa: E402
 from a3c.backends.ray import connect  # noqa: E402
-from a3c.config import Config  # noqa: E402
-from a3c.envs import env_spec  # noqa: E402
-from a3c.learner import RolloutReport  # noqa: E402
-from a3c.messages import Update  # noqa: E402
-from a3c.console import Console  # noqa: E402
-from a3c.metrics import MetricsWriter  # noqa: E402
-from a3c.processes import shared_model  # noqa: E402
+from a3c.config.settings import Config  # noqa: E402
+from a3c.envs.spec import env_spec  # noqa: E402
+from a3c.learn.learner import RolloutReport  # noqa: E402
+from a3c.parallel.messages import Update  # noqa: E402
+from a3c.run.console import Console  # noqa: E402
+from a3c.run.metrics import MetricsWriter  # noqa: E402
+from a3c.parallel.processes import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8

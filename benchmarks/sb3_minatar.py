@@ -1,6 +1,6 @@
 """Train Stable-Baselines3 PPO on a MinAtar game for a fixed wall-clock budget; print one JSON line.
 
-The observations are the trainer's own (a3c.envs.make_env: channels-first uint8 frames of 0 and
+The observations are the trainer's own (a3c.envs.spec.make_env: channels-first uint8 frames of 0 and
 255), and the policy's features come from the same small convnet as ours (one 3x3 convolution of 16
 channels, then 128 units). PPO's settings are the common Atari ones scaled to 8 envs (CleanRL's
 ppo_atari: 128-step rollouts, 4 epochs, clip 0.1, lr 2.5e-4). Every --eval-interval seconds the
@@ -28,7 +28,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor  # noqa:
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from a3c.envs import make_env  # noqa: E402
+from a3c.envs.spec import make_env  # noqa: E402
 
 FINAL_EPISODES = 10
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from common import PYTHON, environment, print_table, read_summary, run_timed, save_json, trainer_command
 
-from a3c.config import Config
-from a3c.tracking import CHILD_CODE, PACKAGE_ROOT
+from a3c.config.settings import Config
+from a3c.run.tracking import CHILD_CODE, PACKAGE_ROOT
 
 TRACKS = ("none", "mlflow", "wandb")
 TIMEOUT = 120.0

@@ -27,7 +27,7 @@ def _swallow(*args, **kwargs) -> None:
 
 @pytest.fixture
 def quiet():
-    """A print_fn for a3c.trainer.train that drops the progress output."""
+    """A print_fn for a3c.run.trainer.train that drops the progress output."""
     return _swallow
 
 

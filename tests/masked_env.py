@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 ACTIONS, LEGAL, EPISODE = 4, 2, 5
-LATE = 200  # past the steps the trainer plays at start-up (a3c.envs.MASK_PROBE_STEPS)
+LATE = 200  # past the steps the trainer plays at start-up (a3c.envs.spec.MASK_PROBE_STEPS)
 
 
 class MaskedCueEnv(gym.Env):

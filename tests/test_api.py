@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import a3c
-from a3c.distributions import Gaussian
-from a3c.envs import env_spec
-from a3c.presets import PRESETS
+from a3c.learn.distributions import Gaussian
+from a3c.envs.spec import env_spec
+from a3c.config.presets import PRESETS
 
 from .conftest import REPO_ROOT
 
@@ -85,8 +85,8 @@ def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path):
 
 def save_untrained(tmp_path, config: a3c.Config):
     """A best.pt of a fresh network, as the evaluator writes one."""
-    from a3c.checkpoint import checkpoint_payload, save_checkpoint
-    from a3c.factory import build_model
+    from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
+    from a3c.nets.factory import build_model
     torch.manual_seed(0)
     model = build_model(config, env_spec(config.env))
     with torch.no_grad():

@@ -10,11 +10,11 @@ import torch
 from torch.distributions import Categorical as TorchCategorical, Normal
 from torch.testing import assert_close
 
-import a3c.learner
-from a3c.config import Config
-from a3c.distributions import Categorical, Gaussian, MultiCategorical, mask_logits
-from a3c.learner import ActorLearner
-from a3c.seeding import worker_seeds
+import a3c.learn.learner
+from a3c.config.settings import Config
+from a3c.learn.distributions import Categorical, Gaussian, MultiCategorical, mask_logits
+from a3c.learn.learner import ActorLearner
+from a3c.learn.seeding import worker_seeds
 
 
 MASKED = "tests.masked_env:MaskedCue-v0"  # two of four actions legal each step
@@ -159,9 +159,9 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
     learner = ActorLearner(config, worker_seeds(config, rank=0))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
     spies = {}
-    for owner, name in [(a3c.learner, "a3c_loss"), (learner.policy, "backward"), (learner.policy, "act"),
+    for owner, name in [(a3c.learn.learner, "a3c_loss"), (learner.policy, "backward"), (learner.policy, "act"),
                         (learner.policy, "begin_rollout"), (learner.distribution, "log_prob_entropy"),
-                        (a3c.learner, "mask_logits")]:
+                        (a3c.learn.learner, "mask_logits")]:
         spies[name] = Spy(getattr(owner, name))
         monkeypatch.setattr(owner, name, spies[name])
     grad, _ = learner.compute_gradient()

@@ -9,8 +9,8 @@ import re
 import pytest
 
 import a3c
-from a3c.checkpoint import load_checkpoint
-from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
+from a3c.learn.checkpoint import load_checkpoint
+from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
 from .conftest import REPO_ROOT
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.capacity import PROCESS_BYTES, check_capacity, estimate, network_size, user_tasks
-from a3c.config import Config
-from a3c.envs import EnvSpec, env_spec
+from a3c.run.capacity import PROCESS_BYTES, check_capacity, estimate, network_size, user_tasks
+from a3c.config.settings import Config
+from a3c.envs.spec import EnvSpec, env_spec
 from a3c.errors import ConfigError
-from a3c.factory import build_model
+from a3c.nets.factory import build_model
 
 from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 
@@ -41,8 +41,8 @@ def test_a_frames_network_is_sized_as_built_without_a_trial_pass(frames):
     model = build_model(config, spec)
     assert network_size(config, spec) == sum(t.numel() for t in (*model.parameters(), *model.buffers()))
     assert model(torch.zeros(1, *frames, dtype=torch.uint8), ())[0].shape == (1, 4)  # the flat size fits
-    code = ("import sys, numpy as np; from a3c.capacity import network_size; from a3c.config import Config; "
-            "from a3c.envs import EnvSpec; "
+    code = ("import sys, numpy as np; from a3c.run.capacity import network_size; from a3c.config.settings import Config; "
+            "from a3c.envs.spec import EnvSpec; "
             f"network_size(Config(core='none'), EnvSpec({frames}, 4, 0, None, obs_dtype=np.uint8)); "
             "print('torch._dynamo' in sys.modules)")
     imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.config import Config, centers_values
-from a3c.diagnostics import network_diagnostics
-from a3c.envs import env_spec
-from a3c.learner import ActorLearner, value_offset
-from a3c.factory import build_model
-from a3c.optim import make_optimizer
-from a3c.seeding import worker_seeds
+from a3c.config.settings import Config, centers_values
+from a3c.tools.diagnostics import network_diagnostics
+from a3c.envs.spec import env_spec
+from a3c.learn.learner import ActorLearner, value_offset
+from a3c.nets.factory import build_model
+from a3c.learn.optim import make_optimizer
+from a3c.learn.seeding import worker_seeds
 
 UPDATES = 40
 

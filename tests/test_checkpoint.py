@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from a3c.agent import load_agent, model_from_checkpoint
-from a3c.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
-from a3c.config import Config
-from a3c.envs import env_spec
-from a3c.factory import build_model
-from a3c.model import ActorCritic
+from a3c.learn.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
+from a3c.config.settings import Config
+from a3c.envs.spec import env_spec
+from a3c.nets.factory import build_model
+from a3c.nets.actor_critic import ActorCritic
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from a3c.checkpoint import load_checkpoint, save_checkpoint
-from a3c.config import Config
-from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
-from a3c.phases import format_phases
+from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
+from a3c.config.settings import Config
+from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
+from a3c.run.phases import format_phases
 
 from .conftest import assert_one_line_usage_error, run_cli, run_cli_without
 

@@ -39,9 +39,9 @@ TEXT = st.one_of(st.sampled_from(SPECIAL_TEXT), st.text(max_size=12), st.integer
 
 # Each command: the function a valid command line reaches (replaced by a stand-in), and the arguments it
 # always needs.
-COMMANDS = {"train": ("a3c.trainer.train", [], ["--run-dir", "run"]),
+COMMANDS = {"train": ("a3c.run.trainer.train", [], ["--run-dir", "run"]),
             "evaluate": ("a3c.agent.load_agent", ["evaluate"], ["--checkpoint", "last.pt"]),
-            "plot": ("a3c.plot.plot_runs", ["plot"], ["run"])}
+            "plot": ("a3c.tools.plot.plot_runs", ["plot"], ["run"])}
 
 
 def options_of(name: str) -> list[click.Option]:
@@ -107,6 +107,6 @@ def test_every_option_accepts_a_value_or_refuses_it_in_one_line_writing_nothing(
                                   ["evaluate", "--checkpoint", "last.pt", "--seed", "-1"],
                                   ["evaluate", "--checkpoint", "last.pt", "--episodes", "0"]])
 def test_known_bad_values_are_refused(args, tmp_path):
-    with mock.patch("a3c.trainer.train", stand_in), mock.patch("a3c.agent.load_agent", stand_in), chdir(tmp_path):
+    with mock.patch("a3c.run.trainer.train", stand_in), mock.patch("a3c.agent.load_agent", stand_in), chdir(tmp_path):
         result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and not isinstance(result.exception, Reached), (args, result.output)

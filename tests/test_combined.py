@@ -1,4 +1,4 @@
-"""Dict and Tuple observations in the network (a3c/combined.py): the parts split again and encoded as fits
+"""Dict and Tuple observations in the network (a3c/nets/structured.py): the parts split again and encoded as fits
 each, statistics for the Box parts only, a user's module reading a dict, the autograd learner."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.combined import CombinedFeatures, PartsNorm, StructuredActorCritic
-from a3c.config import Config, ConfigError
-from a3c.envs import env_spec, make_env
-from a3c.learner import ActorLearner
-from a3c.factory import build_model
-from a3c.policies import TorchPolicy
-from a3c.seeding import worker_seeds
-from a3c.user_model import UserNetwork
+from a3c.nets.structured import CombinedFeatures, PartsNorm, StructuredActorCritic
+from a3c.config.settings import Config, ConfigError
+from a3c.envs.spec import env_spec, make_env
+from a3c.learn.learner import ActorLearner
+from a3c.nets.factory import build_model
+from a3c.learn.policies import TorchPolicy
+from a3c.learn.seeding import worker_seeds
+from a3c.nets.user import UserNetwork
 
 FRAME_AND_VECTOR = "tests.structured_env:FrameAndVector-v0"  # Dict: a uint8 frame [1, 6, 6] and a Box of 2
 CUE_AND_BIT = "tests.structured_env:CueAndBit-v0"  # Tuple: a Discrete(3) and a MultiBinary(1)

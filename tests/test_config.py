@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a3c.config import Config, ConfigError
+from a3c.config.settings import Config, ConfigError
 
 
 @pytest.mark.parametrize("field, value, option", [
@@ -34,7 +34,7 @@ def test_dict_round_trip_ignores_unknown_keys():
 
 
 def test_presets_print_as_command_line_options():
-    from a3c.presets import format_presets, preset_for
+    from a3c.config.presets import format_presets, preset_for
 
     text = format_presets()
     assert "--clip-rewards " in text + " " and "True" not in text

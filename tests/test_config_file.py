@@ -10,16 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from a3c.cli import cli
-from a3c.config import Config
+from a3c.config.settings import Config
 from a3c.errors import ConfigError
-from a3c.presets import PRESETS
+from a3c.config.presets import PRESETS
 
 from .conftest import REPO_ROOT
 
 
 def trained_config(*args: str) -> tuple[int, Config | None, str]:
     """Run the CLI with train() replaced: its exit code, the Config train() got, and its stderr."""
-    with mock.patch("a3c.trainer.train") as train:
+    with mock.patch("a3c.run.trainer.train") as train:
         train.return_value.summary = {"stop_reason": "max_steps"}
         with mock.patch("a3c.cli.exit_now"):
             result = CliRunner().invoke(cli, list(args))

@@ -8,12 +8,12 @@ import torch
 from torch.distributions import Normal
 from torch.testing import assert_close
 
-from a3c.config import Config
-from a3c.envs import env_spec
-from a3c.distributions import Categorical, Gaussian
-from a3c.trainer import train
-from a3c.learner import ActorLearner
-from a3c.seeding import worker_seeds
+from a3c.config.settings import Config
+from a3c.envs.spec import env_spec
+from a3c.learn.distributions import Categorical, Gaussian
+from a3c.run.trainer import train
+from a3c.learn.learner import ActorLearner
+from a3c.learn.seeding import worker_seeds
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from a3c.console import Console
-from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsWriter
-from a3c.phases import MILESTONES
+from a3c.run.console import Console
+from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsWriter
+from a3c.run.phases import MILESTONES
 
 from .conftest import REPO_ROOT
 

@@ -1,4 +1,4 @@
-"""make_env / describe / EnvBatch (a3c.envs) with the test environments of tests/cue_env.py."""
+"""make_env / describe / EnvBatch (a3c.envs.spec) with the test environments of tests/cue_env.py."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from a3c.envs import EnvBatch, EnvError, VectorEnvBatch, action_mask_problem, env_spec, make_env, make_env_batch
-from a3c.observation_parts import flatten_batch, observation_parts
+from a3c.envs.spec import EnvBatch, EnvError, VectorEnvBatch, action_mask_problem, env_spec, make_env, make_env_batch
+from a3c.envs.parts import flatten_batch, observation_parts
 
 CUE = "tests.cue_env:Cue-v0"
 

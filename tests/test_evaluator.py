@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import a3c.evaluator as evaluator
+import a3c.parallel.evaluator as evaluator
 from a3c.agent import Agent
-from a3c.config import Config
-from a3c.envs import env_spec
-from a3c.factory import build_model
+from a3c.config.settings import Config
+from a3c.envs.spec import env_spec
+from a3c.nets.factory import build_model
 
 
 def test_many_episodes_are_played_a_batch_of_envs_at_a_time(monkeypatch):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from a3c.checkpoint import load_checkpoint
+from a3c.learn.checkpoint import load_checkpoint
 
 from .conftest import (assert_one_line_usage_error, fill, interrupt, metrics_rows, run_cli, start_cli,
                        wait_for_children, wait_for_metrics_rows)
@@ -132,9 +132,9 @@ def test_a_full_disk_stops_the_run_with_one_line_keeps_last_pt_and_resume_contin
 def test_a_fault_of_the_trainer_itself_leaves_no_child_behind(tmp_path, monkeypatch, quiet):
     import multiprocessing
 
-    from a3c.config import Config
-    from a3c.metrics import MetricsWriter
-    from a3c.trainer import train
+    from a3c.config.settings import Config
+    from a3c.run.metrics import MetricsWriter
+    from a3c.run.trainer import train
 
     def broken(self, message):
         raise RuntimeError("a bug in the trainer")

@@ -1,12 +1,12 @@
-"""a3c.flat: parameters and gradients as views of one tensor."""
+"""a3c.nets.flat: parameters and gradients as views of one tensor."""
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 from torch.testing import assert_close
 
-from a3c.flat import attach_flat_gradient, clip_norm_, flatten_parameters
-from a3c.model import ActorCritic
+from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
+from a3c.nets.actor_critic import ActorCritic
 
 
 def test_parameters_become_views_of_the_flat_tensor_with_their_values_kept():

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.config import Config
-from a3c.learner import ActorLearner
-from a3c.seeding import worker_seeds
-from a3c.trainer import train
+from a3c.config.settings import Config
+from a3c.learn.learner import ActorLearner
+from a3c.learn.seeding import worker_seeds
+from a3c.run.trainer import train
 
 
 def learner_for(**options) -> ActorLearner:

@@ -1,4 +1,4 @@
-"""Short real training runs through a3c.trainer.train (forked workers, shared model)."""
+"""Short real training runs through a3c.run.trainer.train (forked workers, shared model)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from a3c.agent import load_agent
-from a3c.config import Config
-from a3c.evaluator import evaluate_agent
-from a3c.metrics import TIMING_COLUMNS
-from a3c.trainer import train
+from a3c.config.settings import Config
+from a3c.parallel.evaluator import evaluate_agent
+from a3c.run.metrics import TIMING_COLUMNS
+from a3c.run.trainer import train
 
 pytestmark = pytest.mark.slow  # every test here trains with forked workers
 

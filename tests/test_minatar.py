@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.config import Config
-from a3c.envs import env_spec, make_env
-from a3c.factory import build_model
+from a3c.config.settings import Config
+from a3c.envs.spec import env_spec, make_env
+from a3c.nets.factory import build_model
 
 from .conftest import REPO_ROOT, run_cli
 from .test_cli import assert_one_line_usage_error
@@ -62,7 +62,7 @@ def test_without_minatar_its_ids_are_a_one_line_usage_error(tmp_path):
 @pytest.mark.timeout(60)
 def test_evaluate_films_minatar_enlarged(tmp_path):
     imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
-    from a3c.checkpoint import checkpoint_payload, save_checkpoint
+    from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
     config = Config(env=BREAKOUT)
     checkpoint, video = tmp_path / "untrained.pt", tmp_path / "breakout.mp4"
     save_checkpoint(checkpoint, checkpoint_payload(config, build_model(config, env_spec(BREAKOUT)), 0))

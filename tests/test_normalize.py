@@ -7,11 +7,11 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.checkpoint import load_checkpoint
-from a3c.config import Config
-from a3c.model import ActorCritic, RunningNorm
-from a3c.policies import NumpyPolicy, TorchPolicy
-from a3c.trainer import train
+from a3c.learn.checkpoint import load_checkpoint
+from a3c.config.settings import Config
+from a3c.nets.actor_critic import ActorCritic, RunningNorm
+from a3c.learn.policies import NumpyPolicy, TorchPolicy
+from a3c.run.trainer import train
 
 
 def test_running_statistics_equal_those_of_all_batches_seen():

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from a3c.config import Config
-from a3c.learner import RolloutReport
-from a3c.messages import Evaluation, Update
-from a3c.phases import Phases, process_start_time
-from a3c.trainer import train
+from a3c.config.settings import Config
+from a3c.learn.learner import RolloutReport
+from a3c.parallel.messages import Evaluation, Update
+from a3c.run.phases import Phases, process_start_time
+from a3c.run.trainer import train
 
 from .conftest import REPO_ROOT
 
@@ -23,7 +23,7 @@ def report(rollout_seconds: float, update_seconds: float, replayed: bool = False
 
 
 def test_the_launch_is_the_process_start_not_the_call():
-    code = ("import time; time.sleep(0.5); from a3c.phases import process_start_time; "
+    code = ("import time; time.sleep(0.5); from a3c.run.phases import process_start_time; "
             "print(time.monotonic() - process_start_time())")
     age = float(subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
                                check=True).stdout)

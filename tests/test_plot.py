@@ -1,4 +1,4 @@
-"""a3c.plot: the curves read from a run directory and drawn into the image."""
+"""a3c.tools.plot: the curves read from a run directory and drawn into the image."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from a3c.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
-from a3c.plot import PlotError, draw_figure, plot_runs, read_curves
+from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
+from a3c.tools.plot import PlotError, draw_figure, plot_runs, read_curves
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from a3c.checkpoint import load_checkpoint
+from a3c.learn.checkpoint import load_checkpoint
 
 from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli, start_cli, wait_for_metrics_rows
 
@@ -136,7 +136,7 @@ def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_
     assert int(last["replay_updates"]) > 0 and float(last["policy_lag"]) >= 0
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     # both groups' observations (one group alone saw about half), less those a sync drops when it races a
-    # worker's update of the statistics (Hogwild; a3c/sync.py)
+    # worker's update of the statistics (Hogwild; a3c/backends/sync.py)
     assert 0.9 * saved["env_steps"] <= saved["model"]["obs_norm.count"] <= saved["env_steps"]
 
 

@@ -1,11 +1,11 @@
-"""The replay memory (a3c.replay): ring-buffer eviction, uniform and prioritised sampling, IS weights, handles."""
+"""The replay memory (a3c.learn.replay): ring-buffer eviction, uniform and prioritised sampling, IS weights, handles."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from a3c.replay import MIN_PRIORITY, ReplayMemory, Rollout
+from a3c.learn.replay import MIN_PRIORITY, ReplayMemory, Rollout
 
 STEPS, BATCH = 3, 2
 

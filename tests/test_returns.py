@@ -1,4 +1,4 @@
-"""n-step returns, GAE and the actor-critic loss (a3c.returns) against hand-computed numbers and autograd."""
+"""n-step returns, GAE and the actor-critic loss (a3c.learn.returns) against hand-computed numbers and autograd."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.returns import (a3c_loss, actor_critic_loss, discounted_returns, fold_truncation_bootstrap,
+from a3c.learn.returns import (a3c_loss, actor_critic_loss, discounted_returns, fold_truncation_bootstrap,
                          gae_advantages, loss_weights)
 
 

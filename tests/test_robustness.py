@@ -12,11 +12,11 @@ import time
 import pytest
 import torch
 
-from a3c.checkpoint import load_checkpoint, save_checkpoint
-from a3c.config import Config
-from a3c.optim import SharedAdam
-from a3c.learner import RolloutReport
-from a3c.worker import apply_gradient
+from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
+from a3c.config.settings import Config
+from a3c.learn.optim import SharedAdam
+from a3c.learn.learner import RolloutReport
+from a3c.parallel.worker import apply_gradient
 
 from .conftest import (REPO_ROOT, alive, children, metrics_rows, run_cli, start_cli, wait_for_children,
                        wait_for_metrics_rows)
@@ -157,7 +157,7 @@ def test_repeated_nan_losses_stop_the_run_with_the_weights_intact(tmp_path):
 
 WRITER = """
 import sys, torch
-from a3c.checkpoint import save_checkpoint
+from a3c.learn.checkpoint import save_checkpoint
 path, marker = sys.argv[1], sys.argv[2]
 big = torch.arange(4_000_000, dtype=torch.float32)
 i = 0

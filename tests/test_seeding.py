@@ -1,9 +1,9 @@
-"""a3c.seeding: every seed of a run from one SeedSequence, none shared between consumers."""
+"""a3c.learn.seeding: every seed of a run from one SeedSequence, none shared between consumers."""
 
 from __future__ import annotations
 
-from a3c.config import Config
-from a3c.seeding import evaluation_seed, model_seed, worker_seeds
+from a3c.config.settings import Config
+from a3c.learn.seeding import evaluation_seed, model_seed, worker_seeds
 
 
 def all_seeds(config: Config, incarnations: int, rounds: int) -> list[int]:

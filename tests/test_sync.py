@@ -1,12 +1,12 @@
-"""What node groups and the global model exchange (a3c/sync.py), with no Ray: the global model is a list here."""
+"""What node groups and the global model exchange (a3c/backends/sync.py), with no Ray: the global model is a list here."""
 
 from __future__ import annotations
 
 import torch
 
-from a3c.model import RunningNorm
-from a3c.optim import average_states
-from a3c.sync import SyncedState, moments_to_sums, sums_to_moments, sync_round
+from a3c.nets.actor_critic import RunningNorm
+from a3c.learn.optim import average_states
+from a3c.backends.sync import SyncedState, moments_to_sums, sums_to_moments, sync_round
 
 
 def norm_of(data: torch.Tensor) -> RunningNorm:

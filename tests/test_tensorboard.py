@@ -12,13 +12,13 @@ import time
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from a3c.checkpoint import load_checkpoint
+from a3c.learn.checkpoint import load_checkpoint
 from a3c.errors import WriteError
-from a3c.learner import RolloutReport
-from a3c.messages import Evaluation, Update
-from a3c.console import Console
-from a3c.metrics import MetricsWriter
-from a3c.tensorboard_events import EventFile
+from a3c.learn.learner import RolloutReport
+from a3c.parallel.messages import Evaluation, Update
+from a3c.run.console import Console
+from a3c.run.metrics import MetricsWriter
+from a3c.run.tensorboard_events import EventFile
 
 from .conftest import fill, metrics_rows, run_cli
 

@@ -16,8 +16,8 @@ import pytest
 
 import a3c
 from a3c.errors import ConfigError
-from a3c.console import Console
-from a3c.tracking import Tracker, require_tracker, start_process
+from a3c.run.console import Console
+from a3c.run.tracking import Tracker, require_tracker, start_process
 
 from .conftest import assert_one_line_usage_error, run_cli, run_cli_without
 

@@ -1,4 +1,4 @@
-"""Turns (a3c.turns): at most N workers at once, and a turn lost with a killed worker comes back."""
+"""Turns (a3c.parallel.turns): at most N workers at once, and a turn lost with a killed worker comes back."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from a3c.config import Config
-from a3c.processes import worker_turns
-from a3c.turns import TURN_TIMEOUT_SECONDS, Turns
+from a3c.config.settings import Config
+from a3c.parallel.processes import worker_turns
+from a3c.parallel.turns import TURN_TIMEOUT_SECONDS, Turns
 
 CTX = multiprocessing.get_context("fork")
 

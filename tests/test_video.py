@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from a3c.checkpoint import checkpoint_payload, save_checkpoint
-from a3c.config import Config
-from a3c.envs import env_spec
-from a3c.factory import build_model
-from a3c.video import FRAMES_PER_SECOND, GifWriter, gif_durations
+from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
+from a3c.config.settings import Config
+from a3c.envs.spec import env_spec
+from a3c.nets.factory import build_model
+from a3c.tools.video import FRAMES_PER_SECOND, GifWriter, gif_durations
 
 from .conftest import REPO_ROOT, run_cli
 from .masked_env import EPISODE

@@ -1,4 +1,4 @@
-"""V-trace (a3c.returns.vtrace) against a per-step reference of its formulas, and against GAE on-policy."""
+"""V-trace (a3c.learn.returns.vtrace) against a per-step reference of its formulas, and against GAE on-policy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from a3c.returns import gae_advantages, vtrace
+from a3c.learn.returns import gae_advantages, vtrace
 
 
 def assert_close(actual, expected) -> None:

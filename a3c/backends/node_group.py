@@ -4,7 +4,7 @@ The group is a Ray actor that owns its node's shared-memory model and runs the
 local backend inside it, unchanged: the same worker processes, turns and
 restarts. Its workers never call Ray. Every --sync-interval updates of the
 group's optimizer, the actor's loop sends the group's delta to the global
-model and takes the global weights back (a3c/sync.py); meanwhile the workers
+model and takes the global weights back (a3c/backends/sync.py); meanwhile the workers
 go on updating. The trainer drains the group's messages and asks it to stop.
 
 The actor is threaded: run() loops in one thread while drain(), request_stop()
@@ -21,14 +21,14 @@ from collections import deque
 import torch
 import torch.multiprocessing as mp
 
-from ..config import Config
-from ..counter import StepCounter
-from ..envs import env_spec
-from ..messages import Failure, Notice, Update
-from ..processes import Heartbeats, Shared, one_thread, shared_model, start_method, worker_turns
-from ..sync import SyncedState, sync_round
-from .global_model import GlobalModel, read_only_tensor
-from .local import LocalBackend
+from a3c.config.settings import Config
+from a3c.parallel.counter import StepCounter
+from a3c.envs.spec import env_spec
+from a3c.parallel.messages import Failure, Notice, Update
+from a3c.parallel.processes import Heartbeats, Shared, one_thread, shared_model, start_method, worker_turns
+from a3c.backends.sync import SyncedState, sync_round
+from a3c.backends.global_model import GlobalModel, read_only_tensor
+from a3c.backends.local import LocalBackend
 
 STOPPED, GLOBAL_LOST = "stopped", "global_model_lost"  # how run() ends, besides the local backend's reasons
 

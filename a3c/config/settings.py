@@ -1,0 +1,226 @@
+"""Every hyperparameter of a run: one frozen dataclass, its defaults and validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Union
+
+from a3c.errors import ConfigError
+from a3c.config.options import option_name
+from a3c.config.presets import preset_for
+
+MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
+
+
+@dataclass(frozen=True)
+class Config:
+    env: str = "CartPole-v1"
+    num_processes: int = os.cpu_count() or 1
+    envs_per_process: int = 8
+    active_workers: int = 0  # at most this many workers act and update at once; 0: one per core (a3c/parallel/turns.py)
+    t_max: int = 10
+    max_steps: int = 1_000_000
+    seed: int = 0
+    # model
+    hidden_sizes: tuple[int, ...] = (64,)  # the encoder's layers; the LSTM is as wide as the last
+    core: str = "lstm"  # lstm, or none: a feed-forward network
+    noise: bool = True
+    sigma_init: float = 0.017
+    model: str = ""  # module:function building the user's own torch network instead of the stock one
+    learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
+    # loss and returns
+    gamma: float = 0.99
+    # rewards are multiplied by this in the loss (logs show them unscaled). With Adam, 0.1 and a value
+    # coefficient of 0.5 act as an entropy bonus ten times stronger relative to the policy gradient and
+    # clipping ten times looser: CartPole, 40 seeds, median 2.7-3.0 s to solve against 3.8-4.0 s at 1.0
+    reward_scale: float = 0.1
+    normalize_obs: bool = False  # running mean/std of observations, shared by the workers
+    # on: the value head learns the return less the running mean of the value targets (shared by the
+    # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
+    # more (Adam saturated it within 60 updates on Acrobot), off for feed-forward networks, which reach
+    # them with ReLU features and explore by the optimism of a value starting near 0
+    # (docs/design/choices.md, "The LSTM's scale")
+    center_values: str = "auto"
+    # own: the value head reads an encoder of its own beside the LSTM's output, with no gradient into it;
+    # shared: what the policy head reads, training the encoder and the LSTM with the policy. Shared by
+    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own: 1.9x and
+    # 3-5x the env steps); on Acrobot it saturates the cell, and the own critic's 1.2x feed-forward's env steps
+    # are the LSTM's best there (docs/design/choices.md, "The critic's own encoder")
+    critic: str = "shared"
+    clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
+    gae_lambda: float = 1.0
+    value_loss_coef: float = 0.5
+    # The NoisyNet paper drops the entropy bonus; without it, 1 env per worker (CartPole, t-max 20)
+    # collapsed early to a near-deterministic policy on 3 seeds of 10; with it 15 of 15 solved
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 5.0
+    # experience replay inside each worker (ACER-style), corrected by V-trace (a3c/learn/returns.py)
+    replay_ratio: float = 0.0  # replayed updates after each on-policy one, on average (Poisson); 0: pure A3C
+    replay_capacity: int = 64  # rollouts each worker keeps
+    replay_priority: float = 0.0  # prioritised replay's alpha; 0: uniform
+    rho_bar: float = 1.0  # V-trace's truncation of the importance weights (IMPALA's default)
+    c_bar: float = 1.0  # and of the traces
+    # optimizer
+    optimizer: str = "adam"
+    lr: float = 5e-3  # CartPole, 8 x 8, 20 seeds: median 4.8 s to solve, against 6.3 s at 3e-3
+    lr_decay: bool = True
+    # evaluation and logging
+    eval_interval: float = 0.5
+    eval_episodes: int = 10
+    # an evaluation that reaches the target solves only if this many new episodes of the same weights
+    # confirm it (0: it solves alone): the best of hundreds of 10-episode means is a lucky draw
+    confirm_episodes: int = 100
+    video_interval: float = 0.0  # seconds between the evaluator's videos in RUN_DIR/videos; 0: none
+    target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
+    log_interval: int = 20_000
+    print_interval: float = 2.0
+    tensorboard: bool = True
+    track: str = "none"  # mlflow or wandb: the run logged to a tracker as it goes (a3c/run/tracking.py)
+    # robustness
+    checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
+    max_worker_restarts: int = 3
+    # seconds a worker or the evaluator may show no progress before it is killed and restarted; 0: never.
+    # The longest silence of a healthy run seen: a worker's start-up, about 30 s before 8 Atari workers of
+    # 16 envs each on 2 cores all update; 300 s leaves room for slower machines and simulators
+    # (docs/design/choices.md, "Faults")
+    worker_timeout: float = 300.0
+    run_dir: str = ""
+    start_method: str = ""
+    # transport
+    backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
+    ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
+    nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
+    # updates of a group's optimizer between its exchanges with the global model (docs/design/choices.md, "Node groups"):
+    # CartPole, 2 groups, 5 seeds: 10, 20, 50, 100 all solved at about a local run's env steps; 50 made
+    # 27 times fewer calls than one per update
+    sync_interval: int = 50
+    global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
+    placement_timeout: float = 120.0  # seconds a (replacement) node group may take to find free CPUs and start
+
+    def __post_init__(self) -> None:
+        widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
+        object.__setattr__(self, "hidden_sizes", widths)  # hashable and JSON-stable, however it was given
+        for field in dataclasses.fields(self):  # nan passes no comparison, inf passes too many
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{option_name(field.name)} must be a finite number, got {value!r}")
+        checks = [
+            ("num_processes", 1 <= self.num_processes <= MAX_PROCESSES,
+             f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)"),
+            ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
+            ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
+            ("t_max", self.t_max >= 1, ">= 1"),
+            ("max_steps", self.max_steps >= 1, ">= 1"),
+            ("seed", self.seed >= 0, ">= 0"),
+            ("hidden_sizes", len(self.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
+                                                                  for n in self.hidden_sizes),
+             "one or more widths >= 1, like 64,64"),
+            ("core", self.core in ("lstm", "none"), "one of lstm, none"),
+            ("center_values", self.center_values in ("auto", "on", "off"), "one of auto, on, off"),
+            ("critic", self.critic in ("own", "shared"), "one of own, shared"),
+            ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
+            ("learner", not (self.learner == "numpy" and self.model),
+             "auto or torch with --model (the numpy learner runs the stock network only)"),
+            ("sigma_init", self.sigma_init >= 0, ">= 0"),
+            ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
+            ("reward_scale", self.reward_scale > 0, "> 0"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
+            ("value_loss_coef", self.value_loss_coef >= 0, ">= 0"),
+            ("entropy_coef", self.entropy_coef >= 0, ">= 0"),
+            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+            ("replay_ratio", 0 <= self.replay_ratio <= 64, "in [0, 64]"),
+            ("replay_capacity", self.replay_capacity >= 1, ">= 1"),
+            ("replay_priority", self.replay_priority >= 0, ">= 0"),
+            ("rho_bar", self.rho_bar > 0, "> 0"),
+            ("c_bar", self.c_bar > 0, "> 0"),
+            ("optimizer", self.optimizer in ("adam", "rmsprop"), "one of adam, rmsprop"),
+            ("lr", self.lr > 0, "> 0"),
+            ("eval_interval", self.eval_interval > 0, "> 0"),
+            ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
+            ("confirm_episodes", self.confirm_episodes == 0 or self.confirm_episodes >= 2,
+             ">= 2 (a spread needs two), or 0: no confirmation"),
+            ("video_interval", self.video_interval >= 0, ">= 0 (0: no videos)"),
+            ("video_interval", not (self.video_interval and not self.eval_episodes),
+             "0 without the evaluator (--eval-episodes 0): the evaluator films"),
+            ("log_interval", self.log_interval >= 1, ">= 1"),
+            ("print_interval", self.print_interval > 0, "> 0"),
+            ("track", self.track in ("none", "mlflow", "wandb"), "one of none, mlflow, wandb"),
+            ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),
+            ("max_worker_restarts", self.max_worker_restarts >= 0, ">= 0"),
+            ("worker_timeout", self.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
+            ("target_return", self.target_return in ("auto", None)
+             or isinstance(self.target_return, (int, float)), "a number, auto or none"),
+            ("run_dir", "\x00" not in self.run_dir, "a path without NUL characters"),
+            ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
+             "one of fork, spawn, forkserver"),
+            ("backend", self.backend in ("local", "ray"), "one of local, ray"),
+            ("ray_address", not self.ray_address or self.backend == "ray", "given only with --backend ray"),
+            ("nodes", self.nodes >= 0, ">= 0 (0: one node group per node)"),
+            ("sync_interval", self.sync_interval >= 1, ">= 1"),
+            ("global_shards", self.global_shards >= 0, ">= 0 (0: one per 4M parameters)"),
+            ("placement_timeout", self.placement_timeout > 0, "> 0"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
+
+    @classmethod
+    def for_env(cls, env: str, **overrides) -> "Config":
+        """The env's preset (a3c/config/presets.py) with `overrides` on top, as the command line applies them."""
+        return cls(**{**preset_for(env), **overrides, "env": env})
+
+    @classmethod
+    def from_file(cls, path, **overrides) -> "Config":
+        """A TOML file's settings (or a run's config.json, to repeat the run) on top of its env's preset,
+        and `overrides` on top of those, as --config and the command line apply them."""
+        from a3c.config.file import file_options
+        values = file_options(path, cls)
+        env = overrides.get("env", values.pop("env", cls.env))
+        try:
+            cls.for_env(env, **values)  # the file's own values, so that an error names the file
+        except ConfigError as error:
+            raise ConfigError(f"--config {path}: {error}") from None
+        return cls.for_env(env, **{**values, **{k: v for k, v in overrides.items() if k != "env"}})
+
+    def replace(self, **changes) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """Plain data, as config.json holds it (a tuple becomes a list)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Config":
+        """From a saved config (a3c/learn/checkpoint.py upgrades older ones); fields this version lacks are dropped."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+# Settings a checkpoint's weights depend on: a resumed run cannot change them.
+STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs",
+                     "center_values", "critic")
+
+
+def centers_values(config: Config) -> bool:
+    """Whether the value head learns returns less their running mean: --center-values, where auto means
+    the stock network whose value head reads the LSTM's output and trains it (--critic shared)."""
+    return config.center_values == "on" or (config.center_values == "auto" and config.core == "lstm"
+                                            and not config.model and config.critic == "shared")
+
+
+def config_for_resume(saved: Config, overrides: dict) -> Config:
+    """The saved run's config with the options given again on the command line applied.
+
+    Refuses a change the checkpoint cannot support (another env or network shape).
+    """
+    for name in STRUCTURAL_FIELDS:
+        if name in overrides and overrides[name] != getattr(saved, name):
+            raise ConfigError(f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
+                              f"which was trained with {getattr(saved, name)!r}")
+    changes = {k: v for k, v in overrides.items() if k != "run_dir"}
+    if changes.get("backend") == "local":
+        changes.setdefault("ray_address", "")  # a Ray run resumed locally: its cluster address means nothing here
+    return saved.replace(**changes)

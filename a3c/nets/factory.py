@@ -1,0 +1,38 @@
+"""The one place a network is built from a run's Config and an env's EnvSpec: the stock ActorCritic, its
+structured variant for Dict and Tuple observations, or the user's own module (--model)."""
+
+from __future__ import annotations
+
+from a3c.nets.structured import PartsNorm, StructuredActorCritic
+from a3c.config.settings import Config, centers_values
+from a3c.envs.spec import EnvSpec
+from a3c.errors import ConfigError
+from a3c.nets.actor_critic import ActorCritic, Network
+from a3c.nets.user import user_network
+
+
+def stock_options(config: Config, spec: EnvSpec) -> dict:
+    """What the stock network's options are under a Config (every stock network is built with these)."""
+    return dict(hidden_sizes=tuple(config.hidden_sizes), core=config.core, noisy=config.noise,
+                sigma_init=config.sigma_init, continuous=spec.continuous, normalize_obs=config.normalize_obs,
+                center_values=centers_values(config), own_critic=config.critic == "own")
+
+
+def build_model(config: Config, spec: EnvSpec) -> Network:
+    """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model).
+
+    A Dict or Tuple observation (`spec.obs_parts`) gets the stock network with its parts encoded one by one
+    (a3c/nets/structured.py), or hands the user's module a dict of tensors; its statistics cover the Box parts only.
+    """
+    if spec.obs_parts is not None and config.learner == "numpy":
+        raise ConfigError("--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
+                          "trains with --learner auto or torch")
+    if config.model:
+        model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
+    elif spec.obs_parts is not None:
+        model = StructuredActorCritic(spec.obs_parts, spec.num_actions, **stock_options(config, spec))
+    else:
+        model = ActorCritic(spec.obs_shape, spec.num_actions, **stock_options(config, spec))
+    if spec.obs_parts is not None and model.obs_norm is not None:
+        model.obs_norm = PartsNorm(spec.obs_parts)
+    return model

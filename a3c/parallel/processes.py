@@ -1,0 +1,99 @@
+"""What the processes of a local run (the workers, the evaluator) share, and what each child does first."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from threadpoolctl import threadpool_limits
+
+from a3c.config.settings import Config
+from a3c.parallel.counter import StepCounter
+from a3c.envs.spec import EnvSpec
+from a3c.nets.flat import flatten_parameters
+from a3c.nets.factory import build_model
+from a3c.nets.actor_critic import Network
+from a3c.learn.optim import SharedOptimizer, make_optimizer
+from a3c.learn.seeding import model_seed
+from a3c.parallel.turns import Turns
+
+
+class Heartbeats:
+    """When each worker, and in the last slot the evaluator, last showed progress: shared monotonic times
+    (CLOCK_MONOTONIC is one clock for every process of a machine). The trainer's watchdog reads them."""
+
+    def __init__(self, ctx, num_workers: int):
+        self.times = ctx.RawArray("d", num_workers + 1)
+        self.evaluator = num_workers  # the evaluator's slot
+
+    def beat(self, slot: int) -> None:
+        self.times[slot] = time.monotonic()
+
+    def silence(self, slot: int) -> float:
+        """Seconds since `slot` last beat."""
+        return time.monotonic() - self.times[slot]
+
+
+@dataclass
+class Shared:
+    """What every process of a run shares: handed over once, when the process starts."""
+
+    model: Network  # parameters are views of optimizer.params[0], in shared memory
+    optimizer: SharedOptimizer
+    env_steps: StepCounter
+    stop: Any  # multiprocessing Event
+    turns: Optional[Turns] = None  # None: every worker acts at once
+    heartbeats: Optional[Heartbeats] = None  # None: no watchdog (--worker-timeout 0)
+
+
+def one_thread() -> None:
+    """One compute thread in this process, for torch and for numpy's BLAS (docs/design/facts.md, fact 3).
+
+    Setting OMP_NUM_THREADS=1 before numpy loads does the same for BLAS, but a caller of
+    the Python API may have imported numpy already: with BLAS's own threads, 8 workers
+    on 2 cores ran 3.2x slower (Pendulum, numpy learner).
+    """
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+
+
+def become_child_process() -> None:
+    """Settings every worker and evaluator process needs first."""
+    one_thread()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the trainer decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def parent_is_gone(parent_pid: int) -> bool:
+    """An orphan (its trainer was SIGKILLed) must not train on forever."""
+    return os.getppid() != parent_pid
+
+
+def shared_model(config: Config, spec: EnvSpec) -> tuple[Network, SharedOptimizer]:
+    """The model and optimizer the workers update, in shared memory: the parameters are views of
+    the optimizer's one flat weight tensor."""
+    torch.manual_seed(model_seed(config))
+    model = build_model(config, spec)
+    weights = flatten_parameters(model).share_memory_()
+    model.share_memory()  # the noise and normalisation buffers; the parameters are views of `weights`
+    optimizer = make_optimizer(config.optimizer, [weights], config.lr).share_memory()
+    return model, optimizer
+
+
+def worker_turns(ctx, config: Config) -> Optional[Turns]:
+    """One active worker per core unless told otherwise; none needed when every worker has a core,
+    nor in the trainer of a Ray run, whose workers run in node groups (each with turns of its own)."""
+    if config.backend == "ray":
+        return None
+    active = config.active_workers or os.cpu_count() or 1
+    return Turns(ctx, active, config.num_processes) if active < config.num_processes else None
+
+
+def start_method(config: Config) -> str:
+    # fork starts 8 workers in 0.3 s against about 8 s for spawn (docs/design/facts.md, fact 4).
+    return config.start_method or ("fork" if sys.platform.startswith("linux") else "spawn")

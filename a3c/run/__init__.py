@@ -1,0 +1,1 @@
+"""A run: the trainer, its records (metrics, console, TensorBoard, checkpoints' timing, phases, tracking) and checks."""

@@ -1,0 +1,334 @@
+"""Orchestration: set up (or resume) a run, start and watch the processes, stop cleanly."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.multiprocessing as mp
+
+from a3c.backends import connect_backend, make_backend
+from a3c.run.callbacks import Callbacks
+from a3c.run.capacity import check_machine
+from a3c.learn.checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
+from a3c.config.settings import Config, config_for_resume
+from a3c.parallel.counter import StepCounter
+from a3c.envs.spec import env_spec
+from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
+from a3c.parallel.messages import WriteFailed
+from a3c.run.console import Console
+from a3c.run.metrics import MetricsWriter, drop_rows_after
+from a3c.nets.actor_critic import Network
+from a3c.learn.optim import SharedOptimizer, current_lr
+from a3c.run.phases import Phases, format_phases
+from a3c.parallel.processes import Heartbeats, Shared, shared_model, start_method, worker_turns
+from a3c.run.lock import RunLock
+from a3c.run.tracking import Tracker, require_tracker
+
+EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
+              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1,
+              "callback_failed": 1}
+
+
+@dataclass
+class RunSetup:
+    """Everything a run starts from: fresh, or restored from a checkpoint."""
+
+    config: Config
+    run_dir: Path
+    lock: RunLock  # held until the run ends: one trainer per run dir
+    model: Network  # its parameters are views of optimizer.params[0], in shared memory
+    optimizer: SharedOptimizer
+    env_steps: int = 0
+    counters: Optional[dict] = None
+    ray_cluster: Any = None  # a3c.backends.ray.RayCluster with --backend ray
+    warnings: tuple[str, ...] = ()  # what the capacity checks found that fits, but badly
+
+
+def default_run_dir(env_id: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", env_id)
+    return str(Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def prepare_run_dir(path: str) -> Path:
+    """Create an empty run dir; refuse one that holds anything, so no earlier run is overwritten."""
+    run_dir = Path(path)
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise ConfigError(f"--run-dir {run_dir} already exists and is not empty; "
+                          f"choose another or continue it with --resume {run_dir}")
+    try:
+        (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"--run-dir {run_dir} cannot be created: {error.strerror}") from None
+    if not os.access(run_dir, os.W_OK):
+        raise ConfigError(f"--run-dir {run_dir} is not writable")
+    return run_dir
+
+
+def new_run(config: Config) -> RunSetup:
+    spec = env_spec(config.env)
+    target = spec.reward_threshold if config.target_return == "auto" else config.target_return
+    config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    warnings = check_machine(config, spec, Path(config.run_dir))  # before the network is built: it may not fit
+    model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
+    check_video(config)
+    require_tracker(config.track)
+    ray_cluster = connect_backend(config)
+    run_dir = prepare_run_dir(config.run_dir)
+    return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster,
+                    warnings=tuple(warnings))
+
+
+def check_video(config: Config) -> None:
+    if config.video_interval:
+        from a3c.tools.video import check_renders  # imageio and a rendering env: only when asked for
+        check_renders(config.env)
+
+
+def checkpoint_path(path: str) -> Path:
+    """A run dir means its checkpoints/last.pt."""
+    given = Path(path)
+    return given / "checkpoints" / "last.pt" if given.is_dir() else given
+
+
+def resumed_run(path: str, overrides: dict) -> RunSetup:
+    """Restore weights, optimizer moments, counters; drop metric rows newer than the checkpoint."""
+    file = checkpoint_path(path)
+    payload = load_checkpoint(file)
+    if "optimizer" not in payload or "env_steps" not in payload:
+        raise CheckpointError(f"{file} has no optimizer state to resume from; use a run's checkpoints/last.pt")
+    run_dir = file.parent.parent if file.parent.name == "checkpoints" else file.parent
+    lock = RunLock(run_dir)  # before anything here changes: a second --resume of a running run stops now
+    try:
+        return restore(payload, file, run_dir, lock, overrides)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: dict) -> RunSetup:
+    saved = Config.from_dict(payload["config"])
+    config = config_for_resume(saved, overrides).replace(run_dir=str(run_dir))
+    if payload["env_steps"] >= config.max_steps:
+        raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
+                          f"{config.max_steps:,}; give a larger --max-steps to train on")
+    spec = env_spec(config.env)
+    check_spaces(payload, spec, config.env)
+    warnings = check_machine(config, spec, run_dir)
+    model, optimizer = shared_model(config, spec)
+    check_video(config)
+    require_tracker(config.track)
+    try:
+        model.load_state_dict(payload["model"])
+        optimizer.load_state_dict(payload["optimizer"])
+    except (RuntimeError, KeyError, TypeError) as error:
+        raise CheckpointError(f"{file} does not fit this network: {first_line(error)}") from None
+    ray_cluster = connect_backend(config)
+    for name in ("metrics.csv", "eval.csv"):
+        drop_rows_after(run_dir / name, payload["env_steps"])
+    return RunSetup(config, run_dir, lock, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster,
+                    tuple(warnings))
+
+
+class Interrupts:
+    """The first SIGINT/SIGTERM asks for a clean stop; a second one kills everything at once, and so
+    does an exception leaving the block (a fault of the trainer itself: no child may outlive it).
+
+    The handler only records the signal: the main loop reacts, so no lock is ever
+    taken inside a signal handler.
+    """
+
+    def __init__(self, kill_children):
+        self.received: Optional[int] = None
+        self.kill_children = kill_children
+        self._previous = {}
+
+    def __enter__(self) -> "Interrupts":
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may set handlers; a caller's thread stops the run otherwise
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is not None:
+            self.kill_children()
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is None:
+            self.received = signum
+            return
+        self.kill_children()
+        os._exit(128 + signum)
+
+
+def save_last_checkpoint(path: Path, setup: RunSetup, env_steps: int, writer: MetricsWriter) -> None:
+    """What a resumed run needs: the weights, the optimizer state and the counters."""
+    save_checkpoint(path, checkpoint_payload(setup.config, setup.model, env_steps,
+                                             optimizer=setup.optimizer.state_dict(), counters=writer.counters()))
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    summary: dict  # what summary.json holds
+    run_dir: Path
+
+
+def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None,
+          launched_at: Optional[float] = None, callbacks: Sequence = ()) -> TrainResult:
+    """Run one training job to its end (or continue the one at `resume`).
+
+    `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
+    by default, this call. `callbacks`: see a3c/run/callbacks.py. Leaves the calling process as it found
+    it: its torch thread count, its signal handlers and its garbage collector's generations are
+    restored on the way out.
+    """
+    phases = Phases(time.monotonic() if launched_at is None else launched_at)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # before any worker starts (docs/design/facts.md, fact 3)
+    gc.freeze()  # the objects of now (torch's modules) are never scanned again, here or in a forked worker
+    try:
+        return run(config, print_fn, resume, overrides, phases, callbacks)
+    finally:
+        gc.unfreeze()
+        torch.set_num_threads(threads)
+
+
+def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases,
+        callbacks: Sequence) -> TrainResult:
+    setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
+    try:
+        return run_to_the_end(setup, print_fn, resume is not None, phases, callbacks)
+    finally:
+        setup.lock.release()
+
+
+def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_callbacks: Sequence) -> TrainResult:
+    config, run_dir = setup.config, setup.run_dir
+    with writing(run_dir / "config.json"):
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    start_time = time.monotonic() - (setup.counters or {}).get("wall_seconds", 0.0)
+
+    ctx = mp.get_context(start_method(config))
+    shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
+                    ctx.Event(), worker_turns(ctx, config), Heartbeats(ctx, config.num_processes))
+    console = Console(print_fn)
+    tracking = [Tracker(config.track, console, EXIT_CODES)] if config.track != "none" else []
+    callbacks = Callbacks([*user_callbacks, *tracking], console)  # the tracker last: its on_end waits for its process
+    callbacks.call("on_start", config, run_dir)
+    writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
+                           lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
+                           setup.env_steps, setup.counters, on_row=callbacks.row)
+    backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
+    disk = Disk(console, run_dir)
+    last_pt = run_dir / "checkpoints" / "last.pt"
+    for warning in setup.warnings:
+        console.message(f"warning: {warning}", error=True)
+    console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
+                    f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
+
+    def handle(message) -> None:
+        phases.observe(message)
+        if isinstance(message, WriteFailed):
+            disk.failed_with(message.error)
+        else:
+            disk.write(writer.handle, message)
+
+    with Interrupts(backend.kill) as interrupts:
+        backend.start()
+        phases.mark("processes_started")
+        stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
+        while stop_reason is None:
+            backend.receive(handle, timeout=0.05)
+            writer.maybe_print()
+            if time.monotonic() >= next_checkpoint:
+                if backend.sync_state():
+                    disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
+                next_checkpoint = time.monotonic() + config.checkpoint_interval
+            if disk.failed:
+                stop_reason = "write_failed"
+            elif interrupts.received is not None:
+                stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+            elif callbacks.stop_reason is not None:
+                stop_reason = callbacks.stop_reason
+            elif writer.diverged:
+                stop_reason = "diverged"
+                console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+                                "gradient; none was applied; stopping (try a lower --lr)", error=True)
+            elif shared.stop.is_set():
+                stop_reason = "max_steps"
+            else:
+                stop_reason = backend.check()
+        phases.mark("stopped")
+        if stop_reason in ("interrupted", "terminated"):
+            console.message("stopping: finishing the current updates and writing the checkpoint "
+                            "(press Ctrl-C again to quit at once)")
+        backend.stop(handle)
+
+    if writer.solved_at is not None:
+        stop_reason = "solved"
+    env_steps = shared.env_steps.total()
+    if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
+        disk.write(save_last_checkpoint, last_pt, setup, env_steps, writer)
+    disk.write(writer.close, always=True)
+    if disk.failed:
+        stop_reason = "write_failed"
+    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report(),
+               "phases": phases.report()}
+    disk.write(write_summary, run_dir / "summary.json", summary)
+    writer.print_progress()
+    console.message(format_summary(summary))
+    callbacks.call("on_end", summary)
+    return TrainResult(summary, run_dir)
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    with writing(path):
+        path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+class Disk:
+    """The run's writes after start-up. The first that fails (a full or failing disk), the trainer's or the
+    evaluator's, is reported in one line and stops the run; the trainer's writes after it are skipped,
+    except `always` ones (closing files)."""
+
+    def __init__(self, console: Console, run_dir: Path):
+        self.console, self.run_dir = console, run_dir
+        self.failed = False
+
+    def write(self, write, *args, always: bool = False) -> None:
+        if self.failed and not always:
+            return
+        try:
+            write(*args)
+        except WriteError as error:
+            self.failed_with(str(error))
+
+    def failed_with(self, error: str) -> None:
+        """A write failed, here or in the evaluator: the first is said, the run stops."""
+        if not self.failed:
+            self.console.message(f"{error}; stopping (make room, then continue with --resume {self.run_dir})",
+                                 error=True)
+        self.failed = True
+
+
+def format_summary(summary: dict) -> str:
+    confirmed = (f" (confirmed: {summary['confirmed_return']:.1f} over {summary['confirmed_episodes']} new episodes)"
+                 if summary["solved"] and summary["confirmed_episodes"] else "")
+    solved = (f"solved at {summary['solved_env_steps']:,} env steps, {summary['solved_wall_seconds']:.1f} s{confirmed}"
+              if summary["solved"] else "not solved")
+    best = summary["best_eval_return"]
+    return (f"done ({summary['stop_reason']}): {summary['env_steps']:,} env steps in "
+            f"{summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s); "
+            f"best eval {'-' if best is None else f'{best:.1f}'}; {solved}; {format_phases(summary['phases'])}")

@@ -1,0 +1,1 @@
+"""What is done with a trained network or a run: ONNX export, videos, plots, diagnostics."""
