@@ -7,7 +7,7 @@
 
 from a3c._version import __version__
 from a3c.api import load_agent, train
-from a3c.run.callbacks import Callback
 from a3c.config.settings import Config
+from a3c.run.callbacks import Callback
 
 __all__ = ["Callback", "Config", "__version__", "load_agent", "train"]

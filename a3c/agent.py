@@ -9,14 +9,16 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from a3c.learn.checkpoint import check_spaces, load_checkpoint
 from a3c.config.settings import Config
-from a3c.learn.distributions import distribution, mask_logits
-from a3c.envs.spec import EnvError, EnvSpec, env_spec
-from a3c.nets.factory import build_model
-from a3c.nets.actor_critic import Network
+from a3c.envs.make import env_spec
 from a3c.envs.parts import flatten_batch
+from a3c.envs.spec import EnvSpec
+from a3c.errors import EnvError
+from a3c.learn.checkpoint import check_spaces, load_checkpoint
+from a3c.learn.distributions import distribution, mask_logits
 from a3c.learn.policies import make_policy
+from a3c.nets.actor_critic import Network
+from a3c.nets.factory import build_model
 
 
 class Agent:

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import click
 
-from a3c.config.settings import Config
 from a3c.config.options import field_name, option_value
+from a3c.config.settings import Config
 from a3c.errors import USAGE_ERRORS, ConfigError, WriteError, check_output_file
 
 DEFAULTS = Config()

@@ -23,8 +23,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from common import REPO, environment, print_table, read_summary, run_timed, save_json, steady_rate, trainer_command
+from common import (
+    REPO,
+    environment,
+    print_table,
+    read_summary,
+    run_timed,
+    save_json,
+    steady_rate,
+    trainer_command,
+)
 
 ENV = "ALE/Pong-v5"
 PROCESSES = 8
@@ -48,7 +56,7 @@ def train_rate(repo: Path, steps: int, **options) -> dict:
 def random_steps(kind: str, seconds: float) -> int:
     """Agent steps of Pong with random actions in `seconds`, ENVS envs in one process: ALE's vector env
     (kind "vector") or gymnasium's wrappers in a loop."""
-    from a3c.envs.spec import make_atari, make_atari_vector
+    from a3c.envs.make import make_atari, make_atari_vector
     rng = np.random.default_rng(0)
     if kind == "vector":
         vector_env = make_atari_vector(ENV, ENVS, training=True)

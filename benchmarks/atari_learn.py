@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-
 from common import environment, print_table, run_timed, save_results, trainer_command
 
 ENV = "ALE/Breakout-v5"

@@ -25,7 +25,6 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
-
 from common import PYTHON, REPO, print_table
 
 from a3c.agent import model_from_checkpoint

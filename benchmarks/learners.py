@@ -12,7 +12,6 @@ import argparse
 import os
 
 import matplotlib.pyplot as plt
-
 from common import environment, print_table, save_results
 from throughput import CALIBRATION_STEPS, env_ceiling, measure_cell, train_once
 

@@ -32,8 +32,16 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import ray
-
-from common import DEFAULTS_WITHOUT_PRESET, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+from common import (
+    DEFAULTS_WITHOUT_PRESET,
+    REPO,
+    environment,
+    print_table,
+    read_summary,
+    run_timed,
+    save_results,
+    trainer_command,
+)
 from solve import show, spread
 from throughput import env_ceiling
 
@@ -41,12 +49,12 @@ sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that driv
 from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel  # noqa: E402
 from a3c.backends.ray import connect  # noqa: E402
 from a3c.config.settings import Config  # noqa: E402
-from a3c.envs.spec import env_spec  # noqa: E402
+from a3c.envs.make import env_spec  # noqa: E402
 from a3c.learn.learner import RolloutReport  # noqa: E402
 from a3c.parallel.messages import Update  # noqa: E402
+from a3c.parallel.processes import shared_model  # noqa: E402
 from a3c.run.console import Console  # noqa: E402
 from a3c.run.metrics import MetricsWriter  # noqa: E402
-from a3c.parallel.processes import shared_model  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8

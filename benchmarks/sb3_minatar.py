@@ -28,7 +28,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor  # noqa:
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from a3c.envs.spec import make_env  # noqa: E402
+from a3c.envs.make import make_env  # noqa: E402
 
 FINAL_EPISODES = 10
 

@@ -16,9 +16,17 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-
-from common import (DEFAULTS_WITHOUT_PRESET, REPO, environment, print_table, read_summary, run_sb3, run_timed,
-                    save_results, trainer_command)
+from common import (
+    DEFAULTS_WITHOUT_PRESET,
+    REPO,
+    environment,
+    print_table,
+    read_summary,
+    run_sb3,
+    run_timed,
+    save_results,
+    trainer_command,
+)
 
 ENV = "CartPole-v1"
 

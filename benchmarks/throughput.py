@@ -22,9 +22,19 @@ import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import psutil
-
-from common import (CLASSIC_A3C, DEFAULTS_WITHOUT_PRESET, environment, finish, print_table, read_summary, run_timed, save_results, start,
-                    steady_rate, trainer_command)
+from common import (
+    CLASSIC_A3C,
+    DEFAULTS_WITHOUT_PRESET,
+    environment,
+    finish,
+    print_table,
+    read_summary,
+    run_timed,
+    save_results,
+    start,
+    steady_rate,
+    trainer_command,
+)
 
 ENV = "CartPole-v1"
 CALIBRATION_STEPS = 2_000  # per env of the single calibration process

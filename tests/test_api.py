@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import a3c
-from a3c.learn.distributions import Gaussian
-from a3c.envs.spec import env_spec
 from a3c.config.presets import PRESETS
+from a3c.envs.make import env_spec
+from a3c.learn.distributions import Gaussian
 
 from .conftest import REPO_ROOT
 

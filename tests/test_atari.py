@@ -12,12 +12,13 @@ import torch
 
 pytest.importorskip("ale_py", reason="Atari needs pip install -r requirements-atari.txt")
 
-from a3c.envs import spec as envs
 from a3c.config.settings import Config
-from a3c.envs.spec import VectorEnvBatch, env_spec, make_env, make_env_batch
-from a3c.nets.actor_critic import ActorCritic
+from a3c.envs import make as envs
+from a3c.envs.batch import VectorEnvBatch, make_env_batch
+from a3c.envs.make import env_spec, make_env
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.actor_critic import ActorCritic
 
 from .conftest import run_cli
 

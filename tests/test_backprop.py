@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch.distributions import Categorical as TorchCategorical, Normal
+from torch.distributions import Categorical as TorchCategorical
+from torch.distributions import Normal
 from torch.testing import assert_close
 
 import a3c.learn.learner
@@ -15,7 +16,6 @@ from a3c.config.settings import Config
 from a3c.learn.distributions import Categorical, Gaussian, MultiCategorical, mask_logits
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
-
 
 MASKED = "tests.masked_env:MaskedCue-v0"  # two of four actions legal each step
 

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from a3c.config.settings import Config, centers_values
-from a3c.tools.diagnostics import network_diagnostics
-from a3c.envs.spec import env_spec
+from a3c.envs.make import env_spec
 from a3c.learn.learner import ActorLearner, value_offset
-from a3c.nets.factory import build_model
 from a3c.learn.optim import make_optimizer
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.factory import build_model
+from a3c.tools.diagnostics import network_diagnostics
 
 UPDATES = 40
 

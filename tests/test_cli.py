@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config.settings import Config
+from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
 from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 from a3c.run.phases import format_phases
 

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from unittest import mock
 
 import click
-from click.testing import CliRunner
 import pytest
+from click.testing import CliRunner
 
 hypothesis = pytest.importorskip("hypothesis", reason="property tests need pip install -r requirements.txt")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

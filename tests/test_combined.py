@@ -8,13 +8,13 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.nets.structured import CombinedFeatures, PartsNorm, StructuredActorCritic
 from a3c.config.settings import Config, ConfigError
-from a3c.envs.spec import env_spec, make_env
+from a3c.envs.make import env_spec, make_env
 from a3c.learn.learner import ActorLearner
-from a3c.nets.factory import build_model
 from a3c.learn.policies import TorchPolicy
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.factory import build_model
+from a3c.nets.structured import CombinedFeatures, PartsNorm, StructuredActorCritic
 from a3c.nets.user import UserNetwork
 
 FRAME_AND_VECTOR = "tests.structured_env:FrameAndVector-v0"  # Dict: a uint8 frame [1, 6, 6] and a Box of 2

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from a3c.cli import cli
+from a3c.config.presets import PRESETS
 from a3c.config.settings import Config
 from a3c.errors import ConfigError
-from a3c.config.presets import PRESETS
 
 from .conftest import REPO_ROOT
 

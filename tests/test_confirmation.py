@@ -10,8 +10,8 @@ import csv
 
 import pytest
 
-from a3c.learn.checkpoint import load_checkpoint
 from a3c.config.settings import Config
+from a3c.learn.checkpoint import load_checkpoint
 from a3c.parallel.evaluator import Standing, confirms
 from a3c.run.trainer import train
 

@@ -9,11 +9,11 @@ from torch.distributions import Normal
 from torch.testing import assert_close
 
 from a3c.config.settings import Config
-from a3c.envs.spec import env_spec
+from a3c.envs.make import env_spec
 from a3c.learn.distributions import Categorical, Gaussian
-from a3c.run.trainer import train
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
+from a3c.run.trainer import train
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
 

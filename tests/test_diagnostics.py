@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from a3c.tools.diagnostics import network_diagnostics
 from a3c.nets.actor_critic import ActorCritic
+from a3c.tools.diagnostics import network_diagnostics
 
 OBS = 6
 

@@ -6,8 +6,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from a3c.envs.spec import EnvBatch, EnvError, VectorEnvBatch, action_mask_problem, env_spec, make_env, make_env_batch
+from a3c.envs.batch import EnvBatch, VectorEnvBatch, make_env_batch
+from a3c.envs.make import env_spec, make_env
+from a3c.envs.masks import action_mask_problem
 from a3c.envs.parts import flatten_batch, observation_parts
+from a3c.errors import EnvError
 
 CUE = "tests.cue_env:Cue-v0"
 

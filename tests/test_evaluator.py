@@ -5,7 +5,7 @@ from __future__ import annotations
 import a3c.parallel.evaluator as evaluator
 from a3c.agent import Agent
 from a3c.config.settings import Config
-from a3c.envs.spec import env_spec
+from a3c.envs.make import env_spec
 from a3c.nets.factory import build_model
 
 

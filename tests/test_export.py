@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from a3c.agent import load_agent
-from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config.settings import Config
-from a3c.envs.spec import env_spec, make_env
-from a3c.tools.export import export_onnx
+from a3c.envs.make import env_spec, make_env
+from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.nets.factory import build_model
 from a3c.run.trainer import train
+from a3c.tools.export import export_onnx
 
 from .conftest import assert_one_line_usage_error, run_cli
 

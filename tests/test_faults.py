@@ -12,8 +12,16 @@ import pytest
 
 from a3c.learn.checkpoint import load_checkpoint
 
-from .conftest import (assert_one_line_usage_error, fill, interrupt, metrics_rows, run_cli, start_cli,
-                       wait_for_children, wait_for_metrics_rows)
+from .conftest import (
+    assert_one_line_usage_error,
+    fill,
+    interrupt,
+    metrics_rows,
+    run_cli,
+    start_cli,
+    wait_for_children,
+    wait_for_metrics_rows,
+)
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
             "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000",

@@ -5,8 +5,8 @@ import torch
 import torch.multiprocessing as mp
 from torch.testing import assert_close
 
-from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
 from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
 
 
 def test_parameters_become_views_of_the_flat_tensor_with_their_values_kept():

@@ -18,11 +18,11 @@ from torch import nn
 from torch.testing import assert_close
 
 from a3c.config.settings import Config
-from a3c.learn.optim import SharedOptimizer
-from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 from a3c.learn.distributions import sample_categorical as sample_actions
 from a3c.learn.learner import ActorLearner
+from a3c.learn.optim import SharedOptimizer
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 
 LR = 0.25  # a power of two, and small integer gradients: every sum below is exact in float32
 

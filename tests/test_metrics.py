@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 
-from a3c.run.metrics import CsvLog, TRAIN_COLUMNS
+from a3c.run.metrics import TRAIN_COLUMNS, CsvLog
 
 OLD_COLUMNS = TRAIN_COLUMNS[:12]  # metrics.csv of version 0.1, before the learner's columns
 

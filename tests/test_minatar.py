@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from a3c.config.settings import Config
-from a3c.envs.spec import env_spec, make_env
+from a3c.envs.make import env_spec, make_env
 from a3c.nets.factory import build_model
 
 from .conftest import REPO_ROOT, run_cli

@@ -12,11 +12,11 @@ from torch import nn
 from torch.testing import assert_close
 
 from a3c.config.settings import Config
-from a3c.nets.flat import attach_flat_gradient
-from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 from a3c.envs.spec import EnvSpec
-from a3c.nets.factory import build_model
 from a3c.learn.policies import NumpyPolicy, TorchPolicy
+from a3c.nets.actor_critic import ActorCritic, NoisyLinear
+from a3c.nets.factory import build_model
+from a3c.nets.flat import attach_flat_gradient
 
 
 def make_layer(in_features=16, out_features=8, sigma_init=0.017, seed=0) -> NoisyLinear:

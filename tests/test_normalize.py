@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.learn.checkpoint import load_checkpoint
 from a3c.config.settings import Config
-from a3c.nets.actor_critic import ActorCritic, RunningNorm
+from a3c.learn.checkpoint import load_checkpoint
 from a3c.learn.policies import NumpyPolicy, TorchPolicy
+from a3c.nets.actor_critic import ActorCritic, RunningNorm
 from a3c.run.trainer import train
 
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.nets.flat import attach_flat_gradient, flatten_parameters
-from a3c.nets.actor_critic import ActorCritic
 from a3c.learn.policies import NumpyPolicy, TorchPolicy, make_policy
+from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 
 SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
     "lstm": ((4,), {}),

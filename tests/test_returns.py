@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.learn.returns import (a3c_loss, actor_critic_loss, discounted_returns, fold_truncation_bootstrap,
-                         gae_advantages, loss_weights)
+from a3c.learn.returns import (
+    a3c_loss,
+    actor_critic_loss,
+    discounted_returns,
+    fold_truncation_bootstrap,
+    gae_advantages,
+    loss_weights,
+)
 
 
 def tensor(values) -> np.ndarray:

@@ -12,14 +12,22 @@ import time
 import pytest
 import torch
 
-from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config.settings import Config
-from a3c.learn.optim import SharedAdam
+from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
 from a3c.learn.learner import RolloutReport
+from a3c.learn.optim import SharedAdam
 from a3c.parallel.worker import apply_gradient
 
-from .conftest import (REPO_ROOT, alive, children, metrics_rows, run_cli, start_cli, wait_for_children,
-                       wait_for_metrics_rows)
+from .conftest import (
+    REPO_ROOT,
+    alive,
+    children,
+    metrics_rows,
+    run_cli,
+    start_cli,
+    wait_for_children,
+    wait_for_metrics_rows,
+)
 
 LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
             "--print-interval", "0.5", "--no-tensorboard"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from a3c.nets.actor_critic import RunningNorm
-from a3c.learn.optim import average_states
 from a3c.backends.sync import SyncedState, moments_to_sums, sums_to_moments, sync_round
+from a3c.learn.optim import average_states
+from a3c.nets.actor_critic import RunningNorm
 
 
 def norm_of(data: torch.Tensor) -> RunningNorm:

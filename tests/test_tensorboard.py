@@ -12,8 +12,8 @@ import time
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from a3c.learn.checkpoint import load_checkpoint
 from a3c.errors import WriteError
+from a3c.learn.checkpoint import load_checkpoint
 from a3c.learn.learner import RolloutReport
 from a3c.parallel.messages import Evaluation, Update
 from a3c.run.console import Console

@@ -190,10 +190,10 @@ def test_best_settings_without_the_preset_reset_its_options_and_keep_the_study_b
     pytest.importorskip("optuna", reason="needs the tune extra: pip install -r requirements-tune.txt")
     from types import SimpleNamespace
 
-    from a3c.config.settings import Config
     from a3c.config.presets import preset_for
-    from a3c.tune.study import Study
+    from a3c.config.settings import Config
     from a3c.tune.results import best_settings
+    from a3c.tune.study import Study
     (tmp_path / "space.toml").write_text(SPACE)
     study = Study(env="Acrobot-v1", trials=1, seeds=1, max_steps=1234, out=str(tmp_path), storage="", study_name="s",
                   space_file=str(tmp_path / "space.toml"), use_preset=False)

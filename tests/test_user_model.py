@@ -8,11 +8,11 @@ import torch
 from torch.testing import assert_close
 
 from a3c.config.settings import Config, ConfigError
-from a3c.envs.spec import env_spec
+from a3c.envs.make import env_spec
 from a3c.learn.learner import ActorLearner
-from a3c.nets.factory import build_model
 from a3c.learn.policies import TorchPolicy
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.factory import build_model
 from a3c.nets.user import UserNetwork
 
 from .conftest import run_cli

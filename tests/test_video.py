@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.config.settings import Config
-from a3c.envs.spec import env_spec
+from a3c.envs.make import env_spec
+from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
 from a3c.nets.factory import build_model
 from a3c.tools.video import FRAMES_PER_SECOND, GifWriter, gif_durations
 

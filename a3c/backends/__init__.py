@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from a3c.config.settings import Config
 from a3c.backends.local import LocalBackend
+from a3c.config.settings import Config
 
 
 def connect_backend(config: Config):
     """With --backend ray, the RayCluster, connected before anything is written: a bad address is a usage error."""
     if config.backend != "ray":
         return None
-    from a3c.backends.ray import connect  # here only: the local backend never imports Ray
+    from a3c.backends.ray import (
+        connect,  # here only: the local backend never imports Ray
+    )
     return connect(config)
 
 

@@ -12,12 +12,12 @@ from typing import Optional
 import torch.multiprocessing as mp
 
 from a3c.config.settings import Config
+from a3c.learn.seeding import worker_seeds
 from a3c.parallel.evaluator import run_evaluator
 from a3c.parallel.messages import Update
-from a3c.run.console import Console
 from a3c.parallel.processes import Shared
-from a3c.learn.seeding import worker_seeds
 from a3c.parallel.worker import run_worker
+from a3c.run.console import Console
 
 STOP_GRACE_SECONDS = 5.0  # then stragglers are terminated: Ctrl-C must end a run within 10 s
 WAVE_SECONDS = 30.0  # a wave of workers that has not all updated by then no longer holds the next one back

@@ -20,14 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from a3c.config.settings import Config
-from a3c.errors import ConfigError, first_line
-from a3c.parallel.messages import Notice, Update
-from a3c.learn.optim import average_states
-from a3c.backends.sync import SyncedState
-from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel, read_only_tensor
+from a3c.backends.global_model import (
+    CALL_TIMEOUT_SECONDS,
+    GlobalModel,
+    read_only_tensor,
+)
 from a3c.backends.local import STOP_GRACE_SECONDS, LocalBackend
 from a3c.backends.node_group import GLOBAL_LOST, STOPPED, NodeGroup
+from a3c.backends.sync import SyncedState
+from a3c.config.settings import Config
+from a3c.errors import ConfigError, first_line
+from a3c.learn.optim import average_states
+from a3c.parallel.messages import Notice, Update
 
 PROBE_TIMEOUT_SECONDS = 5.0  # Ray itself retries an unreachable address for minutes before failing
 DRAIN_INTERVAL_SECONDS = 0.1  # how often the trainer collects the groups' messages

@@ -12,8 +12,8 @@ import sys
 import typing
 from pathlib import Path
 
-from a3c.errors import ConfigError
 from a3c.config.options import field_name
+from a3c.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -6,9 +6,8 @@ line wins. Each entry's budget and result are in the README.
 
 from __future__ import annotations
 
-from a3c.envs.families import is_atari, is_minatar
 from a3c.config.options import as_option
-
+from a3c.envs.families import is_atari, is_minatar
 
 PRESETS: dict[str, dict] = {
     # one env per process, 20-step rollouts, two prioritised replays after each: 10 of 10 seeds solved at a

@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass
 from typing import Union
 
-from a3c.errors import ConfigError
 from a3c.config.options import option_name
 from a3c.config.presets import preset_for
+from a3c.errors import ConfigError
 
 MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
 

@@ -45,7 +45,7 @@ def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, *
     """A checkpoint's contents: the config, a snapshot of the model's weights (live ones change under a
     save), the env steps, the env's spaces (EnvSpec.record), and `extra` (a resumable one's optimizer
     state and counters, best.pt's eval return)."""
-    from a3c.envs.spec import env_spec  # gymnasium: not for loading a checkpoint
+    from a3c.envs.make import env_spec  # gymnasium: not for loading a checkpoint
     return {"config": config.to_dict(), "model": {k: v.clone() for k, v in model.state_dict().items()},
             "env_steps": env_steps, "a3c_version": __version__, "spaces": env_spec(config.env).record(), **extra}
 

@@ -11,16 +11,23 @@ import numpy as np
 import torch
 
 from a3c.config.settings import Config
+from a3c.envs.batch import make_env_batch
 from a3c.learn.distributions import distribution, mask_logits
-from a3c.envs.spec import make_env_batch
-from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
-from a3c.nets.factory import build_model
-from a3c.nets.actor_critic import RunningNorm
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
-from a3c.learn.returns import (LossGradient, a3c_loss, actor_critic_loss, fold_truncation_bootstrap, gae_advantages,
-                      loss_weights, vtrace)
+from a3c.learn.returns import (
+    LossGradient,
+    a3c_loss,
+    actor_critic_loss,
+    fold_truncation_bootstrap,
+    gae_advantages,
+    loss_weights,
+    vtrace,
+)
 from a3c.learn.seeding import WorkerSeeds
+from a3c.nets.actor_critic import RunningNorm
+from a3c.nets.factory import build_model
+from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
 
 
 @dataclass

@@ -3,11 +3,11 @@ structured variant for Dict and Tuple observations, or the user's own module (--
 
 from __future__ import annotations
 
-from a3c.nets.structured import PartsNorm, StructuredActorCritic
 from a3c.config.settings import Config, centers_values
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.nets.actor_critic import ActorCritic, Network
+from a3c.nets.structured import PartsNorm, StructuredActorCritic
 from a3c.nets.user import user_network
 
 

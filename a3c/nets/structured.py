@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.nets.actor_critic import ActorCritic, RunningNorm, encoder, flat_size, mlp
 from a3c.envs.parts import Part
+from a3c.nets.actor_critic import ActorCritic, RunningNorm, encoder, flat_size, mlp
 
 
 def unflatten(parts: tuple[Part, ...], flat: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.nets.structured import unflatten
+from a3c.envs.parts import flatten_one
 from a3c.errors import ConfigError, first_line
 from a3c.nets.actor_critic import Network, State
-from a3c.envs.parts import flatten_one
+from a3c.nets.structured import unflatten
 
 
 def is_recurrent(net: nn.Module) -> bool:

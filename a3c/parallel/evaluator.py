@@ -14,14 +14,15 @@ import numpy as np
 import torch
 
 from a3c.agent import Agent
-from a3c.learn.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.config.settings import Config
-from a3c.envs.spec import ACTION_MASK, make_vector_env
+from a3c.envs.batch import make_vector_env
+from a3c.envs.masks import ACTION_MASK
 from a3c.errors import CheckpointError, WriteError
+from a3c.learn.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
+from a3c.learn.seeding import confirmation_seed, evaluation_seed
 from a3c.nets.flat import flatten_parameters
 from a3c.parallel.messages import Evaluation, Failure, WriteFailed
 from a3c.parallel.processes import Shared, become_child_process, parent_is_gone
-from a3c.learn.seeding import confirmation_seed, evaluation_seed
 
 
 def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None,
@@ -93,7 +94,10 @@ def confirms(returns: list[float], target) -> bool:
 
 def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
     """One greedy episode (at most TRAINING_VIDEO_STEPS) into RUN_DIR/videos/<env steps>.mp4."""
-    from a3c.tools.video import TRAINING_VIDEO_STEPS, record_episodes  # imageio: only when filming
+    from a3c.tools.video import (  # imageio: only when filming
+        TRAINING_VIDEO_STEPS,
+        record_episodes,
+    )
     folder = run_dir / "videos"
     folder.mkdir(exist_ok=True)
     record_episodes(agent, config.env, 1, evaluation_seed(config, round_), folder / f"{env_steps:09d}.mp4",

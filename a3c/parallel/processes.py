@@ -13,13 +13,13 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from a3c.config.settings import Config
-from a3c.parallel.counter import StepCounter
 from a3c.envs.spec import EnvSpec
-from a3c.nets.flat import flatten_parameters
-from a3c.nets.factory import build_model
-from a3c.nets.actor_critic import Network
 from a3c.learn.optim import SharedOptimizer, make_optimizer
 from a3c.learn.seeding import model_seed
+from a3c.nets.actor_critic import Network
+from a3c.nets.factory import build_model
+from a3c.nets.flat import flatten_parameters
+from a3c.parallel.counter import StepCounter
 from a3c.parallel.turns import Turns
 
 

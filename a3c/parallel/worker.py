@@ -11,10 +11,10 @@ import torch
 from a3c.config.settings import Config
 from a3c.errors import EnvError
 from a3c.learn.learner import ActorLearner, RolloutReport
-from a3c.parallel.messages import Failure, Update
 from a3c.learn.optim import SharedOptimizer, current_lr
-from a3c.parallel.processes import Shared, become_child_process, parent_is_gone
 from a3c.learn.seeding import WorkerSeeds, seed_worker_torch
+from a3c.parallel.messages import Failure, Update
+from a3c.parallel.processes import Shared, become_child_process, parent_is_gone
 
 
 def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, report: RolloutReport,

@@ -19,9 +19,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, Optional
 
-from a3c.run.console import Console
 from a3c.errors import writing
 from a3c.parallel.messages import Evaluation, Failure, Update
+from a3c.run.console import Console
 
 TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
                  "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second",
@@ -239,7 +239,9 @@ class MetricsWriter:
         if self.tb_dir is None:
             return
         if self._tb is None:
-            from a3c.run.tensorboard_events import EventFile  # 80 ms of imports: only when used
+            from a3c.run.tensorboard_events import (
+                EventFile,  # 80 ms of imports: only when used
+            )
             self._tb = EventFile(self.tb_dir)
         scalars = {f"{group}/{key}": value for key, value in row.items()
                    if key != "env_steps" and not (isinstance(value, float) and math.isnan(value))}

@@ -27,8 +27,8 @@ import time
 import traceback
 from pathlib import Path
 
-from a3c.run.callbacks import Callback
 from a3c.errors import ConfigError, first_line
+from a3c.run.callbacks import Callback
 
 LOG_NAME = "tracking.log"
 PROJECT = "a3c"  # MLflow's experiment and W&B's project, unless MLFLOW_EXPERIMENT_NAME or WANDB_PROJECT says otherwise

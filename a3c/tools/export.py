@@ -20,9 +20,10 @@ from torch import nn
 
 from a3c._version import __version__
 from a3c.config.settings import Config
-from a3c.learn.distributions import MASKED_LOGIT
-from a3c.envs.spec import ACTION_MASK, EnvSpec
+from a3c.envs.masks import ACTION_MASK
+from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
+from a3c.learn.distributions import MASKED_LOGIT
 from a3c.learn.learner import value_offset
 from a3c.nets.actor_critic import ActorCritic, Network
 

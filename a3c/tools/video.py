@@ -15,7 +15,8 @@ from typing import Optional
 import numpy as np
 
 from a3c.agent import Agent
-from a3c.envs.spec import ACTION_MASK, make_env
+from a3c.envs.make import make_env
+from a3c.envs.masks import ACTION_MASK
 from a3c.errors import ConfigError, EnvError, check_output_file
 
 VIDEO_SUFFIXES = (".mp4", ".gif")

@@ -6,8 +6,8 @@ import csv
 import json
 from pathlib import Path
 
-from a3c.config.settings import Config
 from a3c.config.presets import preset_for
+from a3c.config.settings import Config
 from a3c.tune.space import load_space, suggest
 from a3c.tune.study import solved_seeds
 

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from a3c.config.presets import preset_for
 from a3c.config.settings import Config
 from a3c.errors import ConfigError
-from a3c.config.presets import preset_for
 from a3c.tune.space import load_space
 
 
@@ -22,7 +22,7 @@ def require_optuna() -> None:
 def study_settings(env: str, trials: int, seeds: int, max_steps: Optional[int], space_file: Optional[str],
                    use_preset: bool, jobs: int, num_processes: Optional[int], pruner: str, prune_startup: int,
                    storage: Optional[str], study_name: Optional[str], seed: int, out: Optional[str]):
-    from a3c.envs.spec import env_spec
+    from a3c.envs.make import env_spec
     from a3c.tune.study import Study, cores_per_job, make_study
     require_optuna()
     env_spec(env)  # an env that cannot be made is refused now, not in every trial

@@ -11,10 +11,10 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
-from a3c.config.settings import Config
 from a3c.config.file import coerce, is_number, read_file
-from a3c.errors import ConfigError
 from a3c.config.options import field_name
+from a3c.config.settings import Config
+from a3c.errors import ConfigError
 
 # The options that matter most in A3C-style training, over ranges that each solved something here
 # (lr: CartPole's 5e-3 to Atari's 4e-4; reward scale: Pendulum's 0.125 to Atari's 1)

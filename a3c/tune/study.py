@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from a3c.run.console import silent
-from a3c.run.callbacks import Callback
+from a3c.config.presets import preset_for
 from a3c.config.settings import Config
 from a3c.errors import ConfigError
-from a3c.config.presets import preset_for
+from a3c.run.callbacks import Callback
+from a3c.run.console import silent
 from a3c.tune.space import load_space, suggest
 
 REPORTS_PER_SEED = 20  # the pruner sees each seed's partial area at every 5% of its budget

@@ -3,10 +3,11 @@ the stock network, and autograd for any torch network."""
 
 from __future__ import annotations
 
-from a3c.nets.actor_critic import ActorCritic, Network
 from a3c.learn.policies.base import Policy
 from a3c.learn.policies.numpy_policy import NumpyPolicy
 from a3c.learn.policies.torch_policy import TorchPolicy
+from a3c.nets.actor_critic import ActorCritic, Network
+
 
 def numpy_covers(model: Network) -> bool:
     return type(model) is ActorCritic

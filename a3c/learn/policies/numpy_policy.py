@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from a3c.learn.backprop import StepTrace, linear_backward, lstm_backward
-from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 from a3c.learn.policies.base import Policy
+from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 
 NumpyState = tuple[np.ndarray, ...]  # (hidden, cell), or () without an LSTM
 

@@ -8,8 +8,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from a3c.nets.actor_critic import State
 from a3c.learn.policies.base import Policy
+from a3c.nets.actor_critic import State
 
 
 class TorchPolicy(Policy):
