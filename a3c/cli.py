@@ -284,7 +284,7 @@ def tune(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes,
     with usage_errors():
         study = study_settings(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes, pruner,
                                prune_startup, storage, study_name, seed, out)
-        from a3c.tune.study import tune as run_study
+        from a3c.tune.runner import tune as run_study
         click.echo(f"tuning {env}: {trials} trials of {seeds} seeds x {study.max_steps:,} env steps, "
                    f"{jobs} job(s) x {study.num_processes} processes; study {study.study_name!r} in {study.storage}")
         written, interrupted = run_study(study)

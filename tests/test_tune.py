@@ -9,8 +9,8 @@ import time
 import pytest
 
 from a3c.errors import ConfigError
+from a3c.tune.objective import TrialReporter, learning_area
 from a3c.tune.space import DEFAULT_SPACE, load_space
-from a3c.tune.study import TrialReporter, learning_area
 
 from .conftest import assert_one_line_usage_error, run_cli, start_cli
 

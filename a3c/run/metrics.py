@@ -12,7 +12,6 @@ import csv
 import math
 import os
 import statistics
-import sys
 import time
 from collections import deque
 from contextlib import ExitStack
