@@ -57,13 +57,14 @@ TRAIN_OPTIONS = [
            "turn (default 0: one per CPU core)", type=int),
     option("--t-max", "rollout length: steps per environment per update", type=int),
     option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
-    option("--seed", "every seed of the run derives from this one (see Reproducibility in the README)", type=int),
+    option("--seed", "every seed of the run derives from this one (docs/guides/reproducibility.md)", type=int),
     option("--hidden-sizes", "widths of the encoder's layers, comma-separated; the LSTM is as wide as the last",
            type=Widths()),
     option("--core", "lstm, or none: a feed-forward network", type=click.Choice(["lstm", "none"])),
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
-    option("--model", "module:function returning your own torch network (see README) instead of the stock one"),
+    option("--model", "module:function returning your own torch network instead of the stock one "
+           "(docs/guides/own-network.md)"),
     option("--learner", "numpy: the stock network's fast path; torch: autograd, any network; auto: numpy where "
            "it covers the network", type=click.Choice(["auto", "numpy", "torch"])),
     option("--gamma", "discount factor", type=float),
