@@ -298,5 +298,7 @@ def tune(env, trials, seeds, max_steps, space_file, preset, jobs, num_processes,
 
 def main() -> None:
     """The console script's entry point (and main.py's)."""
-    gc.disable()  # until torch is imported: collections among its 160k new objects took 0.3 s of a launch
+    # until torch is imported: collecting among its new objects slows a launch
+    # (docs/design/choices.md, "Start-up: where the first seconds go")
+    gc.disable()
     cli()

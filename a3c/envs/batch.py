@@ -45,7 +45,9 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[gym.vector.VectorEnv, E
     return gym.vector.SyncVectorEnv([lambda: make_env(env_id, training=False)] * num_envs), spec
 
 
-VECTOR_ENTRY_POINT_MIN_ENVS = 8  # CartPole, us a step: 1 env 19 (loop) / 66 (vector); 8: 72 / 65; 32: 480 / 50
+# from this many envs on, gymnasium's vectorised step beats a loop over single envs
+# (docs/design/choices.md, "The vectorised environment threshold")
+VECTOR_ENTRY_POINT_MIN_ENVS = 8
 
 
 def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
