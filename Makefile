@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -17,7 +17,7 @@ train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
 # The extras: requirements-<extra>.txt on top of the base install, e.g. make ray-venv
-EXTRAS := atari box2d ray video minatar docs tune track export
+EXTRAS := atari box2d ray video minatar docs tune track export lint
 
 $(EXTRAS:%=%-venv): %-venv: $(VENV)/.%-installed
 
@@ -25,8 +25,14 @@ $(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VEN
 	$(PY) -m pip install --quiet -r $<
 	touch $@
 
-test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv tune-venv track-venv export-venv
+test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv tune-venv track-venv export-venv lint-venv
 	$(PY) -m pytest -q
+
+# ruff's checks and format, and the layers contract (pyproject.toml): imports only go down
+lint: lint-venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # the documentation site: MkDocs (Material), the CLI and API reference generated from the code
 docs: docs-venv
