@@ -43,15 +43,33 @@ class Agent:
         self.policy.begin_rollout(())
 
     def initial_state(self, batch_size: int) -> Any:
+        """The recurrent state of `batch_size` new episodes: zeros of [batch_size, width] (h, c); () without LSTM."""
         return self.policy.initial_state(batch_size)
 
     @torch.no_grad()
     def act(self, obs, state: Any = None, deterministic: bool = True, episode_start: Optional[np.ndarray] = None,
             action_mask: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
-        """Actions for a batch `obs` [B, *obs_shape], and the next state. `deterministic`: the greedy
-        action (argmax, or the mean); else a sample of the policy's distribution. `action_mask` [B, n]
-        (True or 1 where legal; a multi-part action's parts one after another): only legal actions are taken.
-        A Dict observation's batch may come as a dict of each part's batch, a Tuple's as a tuple of them."""
+        """The actions for a batch of observations, and the recurrent state to pass with the next batch.
+
+        Args:
+            obs: [B, *obs_shape] observations; a Dict observation's batch may come as a dict of each
+                part's batch, a Tuple's as a tuple of them.
+            state: the state `act` returned for the previous batch of the same episodes; None at the start
+                (the initial state of B episodes).
+            deterministic: the greedy action (the argmax, or a Box's mean); else a sample of the policy.
+            episode_start: [B] bool, True where a new episode begins: those rows' state is reset.
+            action_mask: [B, n] bool (or 0/1), True where an action is legal (a multi-part action's parts
+                one after another): only legal actions are taken.
+
+        Returns:
+            (actions, state): actions as the env takes them, [B] for a Discrete space (offset by its
+                start), [B, parts] for a MultiDiscrete or MultiBinary one, [B, *shape] for a Box (squashed
+                into its bounds); state: the LSTM's (h, c) of [B, width] each, () for a feed-forward
+                network.
+
+        Raises:
+            ValueError: `obs` or `action_mask` of the wrong shape.
+        """
         if self.spec.obs_parts is not None and isinstance(obs, (dict, tuple)):
             obs = flatten_batch(self.spec.obs_parts, obs)
         obs = np.asarray(obs, dtype=self.spec.obs_dtype)

@@ -15,15 +15,28 @@ from a3c.run.tracking import prestart
 
 def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
           callbacks: Sequence = (), **changes):
-    """Train until the run stops (solved, max_steps, Ctrl-C); returns a TrainResult with the run's
-    `summary` (what summary.json holds) and its `run_dir`. Prints progress unless not `verbose`.
+    """Train until the run stops: solved (and confirmed), at max_steps, on Ctrl-C or when a callback says so.
 
-    A new run: `train(config)`. Continuing one: `train(resume=RUN_DIR_OR_LAST_PT, **changes)`, its
-    saved settings with `changes` on top (as options given again to --resume, e.g. max_steps=...).
-    `callbacks`: objects with some of the methods of `a3c.Callback` (on_start, on_metrics, on_evaluation,
-    on_end), called in this process as the run goes; on_metrics or on_evaluation returning True stops
-    the run cleanly (stop_reason "callback").
-    Leaves the caller's process as it found it (torch thread count, signal handlers).
+    A new run: `train(config)`. Continuing one: `train(resume=RUN_DIR_OR_LAST_PT, **changes)`. Leaves the
+    caller's process as it found it (torch thread count, signal handlers).
+
+    Args:
+        config: the settings of a new run (`a3c.Config.for_env(env_id, **options)`); None with `resume`.
+        resume: a run directory or its checkpoints/last.pt, to continue it with its saved settings.
+        verbose: print progress and the run's lines; False prints only errors.
+        callbacks: objects with some of the methods of `a3c.Callback` (on_start, on_metrics,
+            on_evaluation, on_end), called in this process as the run goes; on_metrics or on_evaluation
+            returning True stops the run cleanly (stop_reason "callback").
+        **changes: with `resume`, settings on top of the saved ones, as options given again to
+            --resume (e.g. max_steps=...).
+
+    Returns:
+        TrainResult: `summary`, the dict summary.json holds (stop_reason, env_steps, solved, ...), and
+            `run_dir`, the run's directory (a Path).
+
+    Raises:
+        TypeError: neither or both of `config` and `resume`, or `changes` without `resume`.
+        a3c.errors.ConfigError: settings that cannot run (named in one line).
     """
     if (config is None) == (resume is None):
         raise TypeError("give a Config for a new run, or resume=RUN_DIR for a saved one, not both")
@@ -37,7 +50,16 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
 
 
 def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None):
-    """An Agent acting with a checkpoint's weights (a run's checkpoints/best.pt or last.pt); see a3c/agent.py."""
+    """An Agent acting with a checkpoint's weights.
+
+    Args:
+        path: a run's checkpoints/best.pt or last.pt (or any checkpoint the trainer wrote).
+        env_id: act on this env instead of the checkpoint's, if its spaces are the same.
+        seed: the seed of the agent's sampling with `act(..., deterministic=False)`.
+
+    Returns:
+        a3c.agent.Agent: the network with the checkpoint's weights, in evaluation mode (no noise).
+    """
     from a3c.agent import load_agent as load
     return load(path, env_id, seed)
 
