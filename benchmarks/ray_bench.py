@@ -54,7 +54,7 @@ from a3c.learn.learner import RolloutReport  # noqa: E402
 from a3c.parallel.messages import Update  # noqa: E402
 from a3c.parallel.processes import shared_model  # noqa: E402
 from a3c.run.console import Console  # noqa: E402
-from a3c.run.metrics import MetricsWriter  # noqa: E402
+from a3c.run.metrics import MetricsSettings, MetricsWriter  # noqa: E402
 
 ENV = "CartPole-v1"
 WORKERS, ENVS = 2, 8
@@ -92,8 +92,8 @@ def messages_per_second(count: int = 50_000) -> float:
     """Update messages/s through the trainer's metrics writer, rows and all."""
     report = RolloutReport(80, [20.0], [20], 0.1, 0.2, 0.3, 1.0)
     with tempfile.TemporaryDirectory() as tmp:
-        writer = MetricsWriter(Path(tmp), 20_000, 3600, 10**9, lambda steps: 1e-3, time.monotonic(),
-                               Console(print, live=False))
+        settings = MetricsSettings(Path(tmp), 20_000, 3600, 10**9, lambda steps: 1e-3)
+        writer = MetricsWriter(settings, time.monotonic(), Console(print, live=False))
         began = time.perf_counter()
         for _ in range(count):
             writer.handle(Update(0, report))

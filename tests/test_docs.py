@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from a3c.run.console import Console
-from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsWriter
+from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsSettings, MetricsWriter
 from a3c.run.phases import MILESTONES
 
 from .conftest import REPO_ROOT
@@ -35,7 +35,8 @@ def test_the_run_directory_page_lists_every_column_the_code_writes(tmp_path):
     page = DOCS / "reference" / "run-directory.md"
     assert table_rows(page, "metrics.csv") == TRAIN_COLUMNS
     assert table_rows(page, "eval.csv") == EVAL_COLUMNS
-    writer = MetricsWriter(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0, 0.0, Console(lambda *a, **k: None))
+    writer = MetricsWriter(MetricsSettings(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0), 0.0,
+                           Console(lambda *a, **k: None))
     local_keys = set(writer.summary("CartPole-v1", 0, 475.0, "max_steps")) | {"phases"}
     writer.close()
     assert set(table_rows(page, "summary.json")) == local_keys | RAY_SUMMARY_KEYS

@@ -17,7 +17,7 @@ from a3c.learn.checkpoint import load_checkpoint
 from a3c.learn.learner import RolloutReport
 from a3c.parallel.messages import Evaluation, Update
 from a3c.run.console import Console
-from a3c.run.metrics import MetricsWriter
+from a3c.run.metrics import MetricsSettings, MetricsWriter
 from a3c.run.tensorboard_events import EventFile
 
 from .conftest import fill, metrics_rows, run_cli
@@ -34,9 +34,9 @@ def read_scalars(tb_dir) -> dict[str, list[tuple[int, float]]]:
 
 
 def metrics_writer(run_dir) -> MetricsWriter:
-    return MetricsWriter(run_dir, log_interval=100, print_interval=1e9, max_steps=1000, lr_at=lambda steps: 1e-3,
-                         start_time=time.monotonic(), console=Console(lambda *args, **kwargs: None),
-                         tensorboard=True)
+    settings = MetricsSettings(run_dir, log_interval=100, print_interval=1e9, max_steps=1000,
+                               lr_at=lambda steps: 1e-3, tensorboard=True)
+    return MetricsWriter(settings, start_time=time.monotonic(), console=Console(lambda *args, **kwargs: None))
 
 
 def update(env_steps: int, returns: list) -> Update:

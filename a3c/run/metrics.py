@@ -15,6 +15,7 @@ import statistics
 import time
 from collections import deque
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -100,20 +101,30 @@ def progress_bar(fraction: float, width: int = 20) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + "]"
 
 
+@dataclass(frozen=True)
+class MetricsSettings:
+    """Where the writer writes and how often: fixed for the whole run, so one value carries them all."""
+
+    run_dir: Path  # metrics.csv, eval.csv and tb/ go here
+    log_interval: int  # a metrics.csv row each time the env-step count crosses a multiple of it
+    print_interval: float  # seconds between two console lines
+    max_steps: int  # the end of the console's progress bar
+    lr_at: Callable[[int], float]  # the learning rate at an env-step count: the lr column
+    tensorboard: bool = False  # also write the rows as TensorBoard scalars, under run_dir/tb
+
+
 class MetricsWriter:
-    def __init__(self, run_dir: Path, log_interval: int, print_interval: float, max_steps: int,
-                 lr_at: Callable[[int], float], start_time: float, console: Console,
-                 tensorboard: bool = False, env_steps: int = 0, counters: Optional[dict] = None,
-                 on_row: Callable[[str, dict], None] = lambda kind, row: None):
-        """`on_row(kind, row)`: after each row is written, "metrics" (of metrics.csv) or "evaluation"
-        (of eval.csv: evaluations and confirmations), as a dict of the CSV's columns."""
+    def __init__(self, settings: MetricsSettings, start_time: float, console: Console, env_steps: int = 0,
+                 counters: Optional[dict] = None, on_row: Callable[[str, dict], None] = lambda kind, row: None):
+        """`start_time`: the time.monotonic() wall_seconds counts from. `env_steps` and `counters`: where a
+        resumed run counts on from. `on_row(kind, row)`: after each row is written, "metrics" (of metrics.csv)
+        or "evaluation" (of eval.csv: evaluations and confirmations), as a dict of the CSV's columns."""
         self.on_row = on_row
-        self.train_log = CsvLog(run_dir / "metrics.csv", TRAIN_COLUMNS)
-        self.eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
-        self.tb_dir = run_dir / "tb" if tensorboard else None
+        self.train_log = CsvLog(settings.run_dir / "metrics.csv", TRAIN_COLUMNS)
+        self.eval_log = CsvLog(settings.run_dir / "eval.csv", EVAL_COLUMNS)
+        self.tb_dir = settings.run_dir / "tb" if settings.tensorboard else None
         self._tb = None
-        self.log_interval, self.print_interval, self.max_steps = log_interval, print_interval, max_steps
-        self.lr_at, self.start_time, self.console = lr_at, start_time, console
+        self.settings, self.start_time, self.console = settings, start_time, console
         counters = counters or {}
         self.env_steps = env_steps
         self.updates = counters.get("updates", 0)
@@ -125,7 +136,7 @@ class MetricsWriter:
         self.recent_returns: deque = deque(maxlen=100)
         self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value", "entropy",
                                                            "grad_norm", "rollout", "update", "lag", "replayed")}
-        self._next_row_at = (env_steps // log_interval + 1) * log_interval
+        self._next_row_at = (env_steps // self.settings.log_interval + 1) * self.settings.log_interval
         now = time.monotonic()
         self._last_row = (env_steps, now)
         self._last_print = (env_steps, now)
@@ -136,8 +147,9 @@ class MetricsWriter:
 
     def counters(self) -> dict:
         """What a checkpoint keeps so that a resumed run counts on."""
-        return {"updates": self.updates, "replay_updates": self.replay_updates, "episodes": self.episodes, "best_eval": self.best_eval,
-                "nonfinite_updates": self.nonfinite_updates, "wall_seconds": self.elapsed()}
+        return {"updates": self.updates, "replay_updates": self.replay_updates, "episodes": self.episodes,
+                "best_eval": self.best_eval, "nonfinite_updates": self.nonfinite_updates,
+                "wall_seconds": self.elapsed()}
 
     @property
     def diverged(self) -> bool:
@@ -182,7 +194,7 @@ class MetricsWriter:
             pending["lag"].append(report.policy_lag)
         if self.env_steps >= self._next_row_at:
             self._write_row()
-            self._next_row_at = (self.env_steps // self.log_interval + 1) * self.log_interval
+            self._next_row_at = (self.env_steps // self.settings.log_interval + 1) * self.settings.log_interval
 
     def _write_row(self) -> None:
         now = time.monotonic()
@@ -193,7 +205,7 @@ class MetricsWriter:
             "episodes": self.episodes, "mean_return": mean_or_nan(pending["returns"]),
             "mean_length": mean_or_nan(pending["lengths"]), "policy_loss": mean_or_nan(pending["policy"]),
             "value_loss": mean_or_nan(pending["value"]), "entropy": mean_or_nan(pending["entropy"]),
-            "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.lr_at(self.env_steps),
+            "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.settings.lr_at(self.env_steps),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
             "replay_updates": self.replay_updates,
             "updates_per_second": pending["replayed"].count(False) / max(now - time0, 1e-9),
@@ -248,7 +260,7 @@ class MetricsWriter:
 
     def maybe_print(self) -> None:
         now = time.monotonic()
-        if now - self._last_print[1] >= self.print_interval:
+        if now - self._last_print[1] >= self.settings.print_interval:
             self.print_progress(now)
 
     def print_progress(self, now: Optional[float] = None) -> None:
@@ -257,7 +269,7 @@ class MetricsWriter:
         rate = (self.env_steps - steps0) / max(now - time0, 1e-9)
         recent = f"{mean_or_nan(self.recent_returns):.1f}" if self.recent_returns else "-"
         last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
-        bar = progress_bar(self.env_steps / self.max_steps) + " " if self.console.live else ""
+        bar = progress_bar(self.env_steps / self.settings.max_steps) + " " if self.console.live else ""
         self.console.progress(f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
                               f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}")
         self._last_print = (self.env_steps, now)

@@ -41,7 +41,7 @@ from a3c.run.callbacks import Callbacks
 from a3c.run.capacity import check_machine
 from a3c.run.console import Console
 from a3c.run.lock import RunLock
-from a3c.run.metrics import MetricsWriter, drop_rows_after
+from a3c.run.metrics import MetricsSettings, MetricsWriter, drop_rows_after
 from a3c.run.phases import Phases, format_phases
 from a3c.run.tracking import Tracker, require_tracker
 
@@ -228,6 +228,39 @@ def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dic
 
 
 def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_callbacks: Sequence) -> TrainResult:
+    parts = open_run(setup, print_fn, resuming, phases, user_callbacks)
+    return close_run(parts, drive(parts))
+
+
+@dataclass
+class RunParts:
+    """What a run is made of between its set-up and its shut-down: the loop and the end both use them."""
+
+    setup: RunSetup
+    phases: Phases
+    shared: Shared
+    console: Console
+    callbacks: Callbacks
+    writer: MetricsWriter
+    backend: Any  # what make_backend gives
+    disk: Disk
+
+    def handle(self, message) -> None:
+        """Every message of the workers and the evaluator, as the backend hands them over."""
+        self.phases.observe(message)
+        if isinstance(message, WriteFailed):
+            self.disk.failed_with(message.error)
+        else:
+            self.disk.write(self.writer.handle, message)
+
+    def save_checkpoint(self, env_steps: int) -> None:
+        self.disk.write(save_last_checkpoint, self.setup.run_dir / "checkpoints" / "last.pt", self.setup, env_steps,
+                        self.writer)
+
+
+def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_callbacks: Sequence) -> RunParts:
+    """Write config.json, build the run's parts (on_start is called before the metrics files are opened), say
+    what starts. The processes are not started yet."""
     config, run_dir = setup.config, setup.run_dir
     with writing(run_dir / "config.json"):
         (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -240,69 +273,78 @@ def run_to_the_end(setup: RunSetup, print_fn, resuming: bool, phases: Phases, us
     tracking = [Tracker(config.track, console, EXIT_CODES)] if config.track != "none" else []
     callbacks = Callbacks([*user_callbacks, *tracking], console)  # the tracker last: its on_end waits for its process
     callbacks.call("on_start", config, run_dir)
-    writer = MetricsWriter(run_dir, config.log_interval, config.print_interval, config.max_steps,
-                           lambda steps: current_lr(config, steps), start_time, console, config.tensorboard,
-                           setup.env_steps, setup.counters, on_row=callbacks.row)
+    settings = MetricsSettings(run_dir, config.log_interval, config.print_interval, config.max_steps,
+                               lambda steps: current_lr(config, steps), config.tensorboard)
+    writer = MetricsWriter(settings, start_time, console, setup.env_steps, setup.counters, on_row=callbacks.row)
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
-    disk = Disk(console, run_dir)
-    last_pt = run_dir / "checkpoints" / "last.pt"
+    parts = RunParts(setup, phases, shared, console, callbacks, writer, backend, Disk(console, run_dir))
     for warning in setup.warnings:
         console.message(f"warning: {warning}", error=True)
     console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
                     f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
+    return parts
 
-    def handle(message) -> None:
-        phases.observe(message)
-        if isinstance(message, WriteFailed):
-            disk.failed_with(message.error)
-        else:
-            disk.write(writer.handle, message)
 
-    with Interrupts(backend.kill) as interrupts:
-        backend.start()
-        phases.mark("processes_started")
-        stop_reason, next_checkpoint = None, time.monotonic() + config.checkpoint_interval
+def drive(parts: RunParts) -> str:
+    """Start the processes and pass their messages on, with a checkpoint every checkpoint_interval, until a
+    reason to stop holds; then stop them. Returns that reason."""
+    interval = parts.setup.config.checkpoint_interval
+    with Interrupts(parts.backend.kill) as interrupts:
+        parts.backend.start()
+        parts.phases.mark("processes_started")
+        stop_reason, next_checkpoint = None, time.monotonic() + interval
         while stop_reason is None:
-            backend.receive(handle, timeout=0.05)
-            writer.maybe_print()
+            parts.backend.receive(parts.handle, timeout=0.05)
+            parts.writer.maybe_print()
             if time.monotonic() >= next_checkpoint:
-                if backend.sync_state():
-                    disk.write(save_last_checkpoint, last_pt, setup, shared.env_steps.total(), writer)
-                next_checkpoint = time.monotonic() + config.checkpoint_interval
-            if disk.failed:
-                stop_reason = "write_failed"
-            elif interrupts.received is not None:
-                stop_reason = "interrupted" if interrupts.received == signal.SIGINT else "terminated"
-            elif callbacks.stop_reason is not None:
-                stop_reason = callbacks.stop_reason
-            elif writer.diverged:
-                stop_reason = "diverged"
-                console.message(f"{writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
-                                "gradient; none was applied; stopping (try a lower --lr)", error=True)
-            elif shared.stop.is_set():
-                stop_reason = "max_steps"
-            else:
-                stop_reason = backend.check()
-        phases.mark("stopped")
+                if parts.backend.sync_state():
+                    parts.save_checkpoint(parts.shared.env_steps.total())
+                next_checkpoint = time.monotonic() + interval
+            stop_reason = reason_to_stop(parts, interrupts)
+        parts.phases.mark("stopped")
         if stop_reason in ("interrupted", "terminated"):
-            console.message("stopping: finishing the current updates and writing the checkpoint "
-                            "(press Ctrl-C again to quit at once)")
-        backend.stop(handle)
+            parts.console.message("stopping: finishing the current updates and writing the checkpoint "
+                                  "(press Ctrl-C again to quit at once)")
+        parts.backend.stop(parts.handle)
+    return stop_reason
 
+
+def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
+    """The first reason to stop the run that holds now, in this order; None to train on."""
+    if parts.disk.failed:
+        return "write_failed"
+    if interrupts.received is not None:
+        return "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+    if parts.callbacks.stop_reason is not None:
+        return parts.callbacks.stop_reason
+    if parts.writer.diverged:
+        parts.console.message(f"{parts.writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+                              "gradient; none was applied; stopping (try a lower --lr)", error=True)
+        return "diverged"
+    if parts.shared.stop.is_set():
+        return "max_steps"
+    return parts.backend.check()
+
+
+def close_run(parts: RunParts, stop_reason: str) -> TrainResult:
+    """After the processes have stopped: the last checkpoint, the metrics files closed, summary.json, the last
+    lines, on_end. A failed write skips the writes after it (but the closing) and makes the reason write_failed."""
+    writer, disk, run_dir = parts.writer, parts.disk, parts.setup.run_dir
     if writer.solved_at is not None:
         stop_reason = "solved"
-    env_steps = shared.env_steps.total()
-    if backend.sync_state():  # else last.pt keeps the last state that could be vouched for
-        disk.write(save_last_checkpoint, last_pt, setup, env_steps, writer)
+    env_steps = parts.shared.env_steps.total()
+    if parts.backend.sync_state():  # else last.pt keeps the last state that could be vouched for
+        parts.save_checkpoint(env_steps)
     disk.write(writer.close, always=True)
     if disk.failed:
         stop_reason = "write_failed"
-    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **backend.report(),
-               "phases": phases.report()}
+    config = parts.setup.config
+    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **parts.backend.report(),
+               "phases": parts.phases.report()}
     disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
-    console.message(format_summary(summary))
-    callbacks.call("on_end", summary)
+    parts.console.message(format_summary(summary))
+    parts.callbacks.call("on_end", summary)
     return TrainResult(summary, run_dir)
 
 
