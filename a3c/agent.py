@@ -47,7 +47,7 @@ class Agent:
         return self.policy.initial_state(batch_size)
 
     @torch.no_grad()
-    def act(self, obs, state: Any = None, deterministic: bool = True, episode_start: Optional[np.ndarray] = None,
+    def act(self, obs: np.ndarray | dict | tuple, state: Any = None, deterministic: bool = True, episode_start: Optional[np.ndarray] = None,
             action_mask: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
         """The actions for a batch of observations, and the recurrent state to pass with the next batch.
 

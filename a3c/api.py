@@ -6,15 +6,19 @@
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from a3c.config.settings import Config
 from a3c.run.console import silent
 from a3c.run.tracking import prestart
 
+if TYPE_CHECKING:  # types only: `import a3c` does not import torch
+    from a3c.agent import Agent
+    from a3c.run.trainer import TrainResult
+
 
 def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
-          callbacks: Sequence = (), **changes):
+          callbacks: Sequence = (), **changes: Any) -> TrainResult:
     """Train until the run stops: solved (and confirmed), at max_steps, on Ctrl-C or when a callback says so.
 
     A new run: `train(config)`. Continuing one: `train(resume=RUN_DIR_OR_LAST_PT, **changes)`. Leaves the
@@ -31,8 +35,8 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
             --resume (e.g. max_steps=...).
 
     Returns:
-        TrainResult: `summary`, the dict summary.json holds (stop_reason, env_steps, solved, ...), and
-            `run_dir`, the run's directory (a Path).
+        The run's `summary`, the dict summary.json holds (stop_reason, env_steps, solved, ...), and its
+            `run_dir`, a Path.
 
     Raises:
         TypeError: neither or both of `config` and `resume`, or `changes` without `resume`.
@@ -49,7 +53,7 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
                         resume=None if resume is None else str(resume), overrides=changes, callbacks=callbacks)
 
 
-def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None):
+def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None) -> Agent:
     """An Agent acting with a checkpoint's weights.
 
     Args:
@@ -58,7 +62,7 @@ def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Opti
         seed: the seed of the agent's sampling with `act(..., deterministic=False)`.
 
     Returns:
-        a3c.agent.Agent: the network with the checkpoint's weights, in evaluation mode (no noise).
+        The network with the checkpoint's weights, in evaluation mode (no noise), ready to act.
     """
     from a3c.agent import load_agent as load
     return load(path, env_id, seed)

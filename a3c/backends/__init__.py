@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
+from a3c.backends.base import Backend, MessageSink
+from a3c.backends.children import ChildProcesses, EvaluatorSettings
 from a3c.backends.local import LocalBackend
 from a3c.config.settings import Config
+from a3c.parallel.processes import Shared
 
 
 def connect_backend(config: Config):
@@ -16,9 +22,13 @@ def connect_backend(config: Config):
     return connect(config)
 
 
-def make_backend(ray_cluster, *backend_args) -> LocalBackend:
-    """The backend of a run: Ray's where connect_backend gave a cluster, else the local one."""
+def make_backend(ray_cluster, ctx, config: Config, shared: Shared, run_dir: Optional[Path], start_time: float,
+                 best_eval: Optional[float], console: MessageSink) -> Backend:
+    """The backend of a run: Ray's where connect_backend gave a cluster, else the local one. `run_dir`,
+    `start_time` and `best_eval` are the evaluator's (EvaluatorSettings)."""
+    children = ChildProcesses(ctx, config, shared, console)
+    evaluation = EvaluatorSettings(run_dir, start_time, best_eval)
     if ray_cluster is None:
-        return LocalBackend(*backend_args)
+        return LocalBackend(children, evaluation)
     from a3c.backends.ray import RayBackend
-    return RayBackend(ray_cluster, *backend_args)
+    return RayBackend(ray_cluster, children, evaluation)

@@ -21,6 +21,7 @@ from collections import deque
 import torch
 import torch.multiprocessing as mp
 
+from a3c.backends.children import ChildProcesses
 from a3c.backends.global_model import GlobalModel, read_only_tensor
 from a3c.backends.local import LocalBackend
 from a3c.backends.sync import SyncedState, sync_round
@@ -42,7 +43,7 @@ STOPPED, GLOBAL_LOST = "stopped", "global_model_lost"  # how run() ends, besides
 
 class Outbox:
     """What a group tells the trainer, kept until the trainer drains it: the workers' messages with
-    run-wide ranks, and the local backend's console lines (it calls message() as on a Console)."""
+    run-wide ranks, and the local backend's console lines (it is their MessageSink: message())."""
 
     def __init__(self, index: int, first_rank: int):
         self.index, self.first_rank = index, first_rank
@@ -76,8 +77,7 @@ class NodeGroup:
         self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local),
                              Heartbeats(ctx, workers))
         self.outbox = Outbox(index, index * workers)
-        self.backend = LocalBackend(ctx, local, self.shared, run_dir=None, start_time=0.0, best_eval=None,
-                                    console=self.outbox, first_rank=index * workers,
+        self.backend = LocalBackend(ChildProcesses(ctx, local, self.shared, self.outbox), first_rank=index * workers,
                                     first_incarnation=incarnation * (config.max_worker_restarts + 1))
         self.synced = SyncedState(optimizer.params[0], list(model.statistics().values()))
         self.stop_requested = threading.Event()

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from a3c.backends.base import Backend
+from a3c.backends.children import STOP_GRACE_SECONDS, ChildProcesses, EvaluatorProcess, EvaluatorSettings
 from a3c.backends.global_model import (
     CALL_TIMEOUT_SECONDS,
     GlobalModel,
     read_only_tensor,
 )
-from a3c.backends.local import STOP_GRACE_SECONDS, LocalBackend
 from a3c.backends.node_group import GLOBAL_LOST, STOPPED, NodeGroup
 from a3c.backends.sync import SyncedState
 from a3c.config.settings import Config
@@ -110,17 +111,20 @@ def reachable_address(ray, address: str) -> str:
     return resolved
 
 
-class RayBackend(LocalBackend):
-    """Node-group actors and the global model on Ray, behind LocalBackend's interface; the evaluator stays local.
+class RayBackend(Backend):
+    """Node-group actors and the global model on Ray; the evaluator stays a local child process (ChildProcesses).
 
     receive() drains the groups' messages (the same Update messages local workers
     send) and copies the global weights where the evaluator reads them; sync_state()
     does before a checkpoint.
     """
 
-    def __init__(self, cluster: RayCluster, *backend_args):
-        super().__init__(*backend_args)
+    def __init__(self, cluster: RayCluster, children: ChildProcesses, evaluation: EvaluatorSettings):
+        """`children` runs the evaluator of `evaluation` (none with --eval-episodes 0) on this machine."""
         self.cluster, self.ray = cluster, cluster.ray
+        self.children, self.console = children, children.console
+        self.config, self.shared = children.config, children.shared
+        self.evaluator = EvaluatorProcess(children, evaluation)
         self.mirror = SyncedState(self.shared.optimizer.params[0], list(self.shared.model.statistics().values()))
         self.global_model: Optional[GlobalModel] = None
         self.groups: dict[int, Any] = {}  # index -> actor handle
@@ -136,7 +140,7 @@ class RayBackend(LocalBackend):
     def start(self) -> None:
         # Forked after ray.init: measured safe (the child never calls into Ray), and connecting first
         # lets a bad --ray-address fail before the run dir is made.
-        self.start_evaluator()
+        self.evaluator.start()
         self.global_model = GlobalModel.create(self.ray, [value.numpy() for value in self.mirror.read()],
                                                self.shared.env_steps.total(), self.config.global_shards)
         self.group_class = self.ray.remote(num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4,
@@ -153,7 +157,7 @@ class RayBackend(LocalBackend):
         self.runs[actor.run.remote(self.global_model)] = index
 
     def receive(self, handle, timeout: float) -> None:
-        super().receive(handle, timeout)  # the evaluator's messages; paces the trainer's loop
+        self.children.receive(handle, timeout)  # the evaluator's messages; paces the trainer's loop
         if self.global_model is None or self.failed is not None:
             return
         now = time.monotonic()
@@ -207,7 +211,7 @@ class RayBackend(LocalBackend):
             self.failed = self._check_placements() or self._check_groups()
         if self.failed is not None:
             return self.failed
-        return self.check_evaluator() or (None if self.runs else "max_steps")
+        return self.evaluator.check() or (None if self.runs else "max_steps")
 
     def _check_placements(self) -> Optional[str]:
         """Groups that are placed; "node_group_unplaced" once one waited past --placement-timeout."""
@@ -256,8 +260,9 @@ class RayBackend(LocalBackend):
 
     def restart_group(self, index: int, cause: str) -> Optional[str]:
         """Start a lost group again, on any node with room; "node_group_failed" once its restarts are used up."""
-        restarted = self.restart_within_limit(self.group_restarts, index, f"node group {index} was lost ({cause})",
-                                              "starting a new one from the global weights", self.start_group)
+        restarted = self.children.restart_within_limit(self.group_restarts, index,
+                                                       f"node group {index} was lost ({cause})",
+                                                       "starting a new one from the global weights", self.start_group)
         return None if restarted else "node_group_failed"
 
     def sync_state(self) -> bool:
@@ -285,7 +290,9 @@ class RayBackend(LocalBackend):
         fetched; then Ray is released."""
         for index in self.placed:
             self.groups[index].request_stop.remote()
-        super().stop(handle)  # the evaluator; its receive() calls keep draining the groups
+        self.shared.stop.set()
+        # the evaluator; the receive() calls meanwhile keep draining the groups
+        self.children.wind_down(self.evaluator.processes(), lambda timeout: self.receive(handle, timeout))
         placed_runs = [ref for ref, index in self.runs.items() if index in self.placed]
         if placed_runs:
             self.ray.wait(placed_runs, num_returns=len(placed_runs), timeout=STOP_GRACE_SECONDS + CALL_TIMEOUT_SECONDS)
@@ -311,5 +318,5 @@ class RayBackend(LocalBackend):
         return self.traffic
 
     def kill(self) -> None:
-        super().kill()
+        self.children.kill(self.evaluator.processes())
         self.cluster.kill()
