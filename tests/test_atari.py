@@ -18,7 +18,7 @@ from a3c.envs.batch import VectorEnvBatch, make_env_batch
 from a3c.envs.make import env_spec, make_env
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
-from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.actor_critic import ActorCritic, StockOptions
 
 from .conftest import run_cli
 
@@ -35,7 +35,7 @@ def test_atari_observations_are_four_stacked_84x84_grayscale_frames():
 
 
 def test_frames_go_through_a_convnet_to_the_lstm():
-    model = ActorCritic((4, 84, 84), 6, hidden_sizes=(32,))
+    model = ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(32,)))
     frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
     logits, value, (hx, cx) = model(frames, model.initial_state(3))
     assert logits.shape == (3, 6) and value.shape == (3,) and hx.shape == (3, 32)

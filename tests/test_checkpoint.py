@@ -18,7 +18,7 @@ from a3c.learn.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.factory import build_model
 
 DATA = Path(__file__).parent / "data"
@@ -36,7 +36,7 @@ class CreatesAFile:
 
 def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     torch.manual_seed(0)
-    model = ActorCritic(4, 2, (8,), noisy=True)
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
     path = tmp_path / "sub" / "ck.pt"  # the parent folder is created
     payload = {"config": Config(env="CartPole-v1", seed=3).to_dict(), "model": model.state_dict(),
                "env_steps": 1234, "eval_return": 99.5, "optimizer": {"steps": torch.tensor(7.0, dtype=torch.float64)}}
@@ -49,7 +49,7 @@ def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     assert loaded["model"].keys() == payload["model"].keys()
     for name, tensor in payload["model"].items():
         assert torch.equal(loaded["model"][name], tensor)
-    restored = ActorCritic(4, 2, (8,), noisy=True)
+    restored = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
     restored.load_state_dict(loaded["model"])
     # nothing but the checkpoint is left behind (no temporary files)
     assert [p.name for p in path.parent.iterdir()] == ["ck.pt"]
@@ -95,7 +95,8 @@ def test_a_crafted_pickle_is_refused_and_never_executed(tmp_path, writer):
 
 def test_truncated_checkpoint_is_refused(tmp_path):
     path = tmp_path / "ck.pt"
-    save_checkpoint(path, {"model": ActorCritic(4, 2, (8,), noisy=True).state_dict(), "config": Config().to_dict()})
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
+    save_checkpoint(path, {"model": model.state_dict(), "config": Config().to_dict()})
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError):
@@ -113,7 +114,7 @@ def test_garbage_files_are_refused(tmp_path, content):
 
 def test_foreign_torch_file_without_the_format_key_is_refused(tmp_path):
     path = tmp_path / "foreign.pt"
-    torch.save({"model": ActorCritic(4, 2, (8,), noisy=True).state_dict(), "epoch": 3}, path)
+    torch.save({"model": ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True)).state_dict(), "epoch": 3}, path)
     with pytest.raises(CheckpointError, match="not an a3c checkpoint"):
         load_checkpoint(path)
 
@@ -136,7 +137,7 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
 
 
 def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_4(tmp_path):
-    model = ActorCritic(4, 2, hidden_sizes=(8,))
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     old = {"format": "a3c-checkpoint", "version": 1, "config": {"env": "CartPole-v1", "hidden_size": 8},
            "model": model.state_dict(), "env_steps": 5}
     torch.save(old, tmp_path / "v1.pt")
@@ -148,7 +149,7 @@ def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_f
 
 def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
     """Format 2 had no value statistics: its config says so, and its weights load into a network without them."""
-    model = ActorCritic(4, 2, hidden_sizes=(8,))
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k not in ("center_values", "critic")}
     torch.save({"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(),
                 "env_steps": 5}, tmp_path / "v2.pt")
@@ -190,7 +191,7 @@ def test_a_checkpoint_of_version_0_1_loads_and_acts(tmp_path):
 
 
 def test_the_convolutional_network_keeps_the_parameter_names_of_version_0_1():
-    names = list(ActorCritic((4, 84, 84), 6, (16,)).state_dict())
+    names = list(ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(16,))).state_dict())
     assert names[:6] == ["encoder.1.0.weight", "encoder.1.0.bias", "encoder.1.2.weight", "encoder.1.2.bias",
                          "encoder.2.weight", "encoder.2.bias"]
 

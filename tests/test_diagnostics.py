@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.tools.diagnostics import network_diagnostics
 
 OBS = 6
@@ -18,7 +18,7 @@ def observations(steps: int = 30, batch: int = 8, scale: float = 1.0) -> torch.T
 
 def network(**options) -> ActorCritic:
     torch.manual_seed(0)
-    return ActorCritic(OBS, 3, hidden_sizes=(32,), **options)
+    return ActorCritic(OBS, 3, StockOptions(hidden_sizes=(32,), **options))
 
 
 def test_a_fresh_lstm_is_far_from_saturation():

@@ -5,12 +5,12 @@ import torch
 import torch.multiprocessing as mp
 from torch.testing import assert_close
 
-from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
 
 
 def test_parameters_become_views_of_the_flat_tensor_with_their_values_kept():
-    model = ActorCritic(4, 2, (8,), noisy=True)
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     weights = flatten_parameters(model)
     assert weights.numel() == sum(p.numel() for p in model.parameters())
@@ -27,7 +27,7 @@ def write_through(weights):
 
 @pytest.mark.slow
 def test_sharing_the_flat_tensor_shares_every_parameter_with_a_child_process():
-    model = ActorCritic(4, 2, (8,), noisy=False)
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=False))
     weights = flatten_parameters(model).share_memory_()
     assert all(p.is_shared() for p in model.parameters())
     child = mp.get_context("fork").Process(target=write_through, args=(weights,))
@@ -57,7 +57,7 @@ def test_clip_norm_leaves_a_small_gradient_alone():
 
 
 def test_attached_gradient_receives_backward_of_every_parameter():
-    model = ActorCritic(4, 2, (8,), noisy=True)
+    model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
     flatten_parameters(model)
     grad = attach_flat_gradient(model)
     logits, value, _ = model(torch.randn(3, 4), model.initial_state(3))

@@ -14,7 +14,7 @@ from torch.testing import assert_close
 from a3c.config.settings import Config
 from a3c.envs.spec import EnvSpec
 from a3c.learn.policies import NumpyPolicy, TorchPolicy
-from a3c.nets.actor_critic import ActorCritic, NoisyLinear
+from a3c.nets.actor_critic import ActorCritic, NoisyLinear, StockOptions
 from a3c.nets.factory import build_model
 from a3c.nets.flat import attach_flat_gradient
 
@@ -116,7 +116,7 @@ def test_actor_critic_with_noise_uses_noisy_heads_with_the_configured_sigma():
 def test_actor_critic_forward_shapes_with_batch_and_lstm_state(noise):
     torch.manual_seed(0)
     batch, obs_size, num_actions, hidden = 5, 4, 3, 16
-    model = ActorCritic(obs_size, num_actions, (hidden,), noisy=noise)
+    model = ActorCritic(obs_size, num_actions, StockOptions(hidden_sizes=(hidden,), noisy=noise))
     state = model.initial_state(batch)
     assert state[0].shape == state[1].shape == (batch, hidden)
     assert torch.count_nonzero(state[0]) == 0 and torch.count_nonzero(state[1]) == 0
@@ -133,7 +133,7 @@ def test_actor_critic_forward_shapes_with_batch_and_lstm_state(noise):
 
 def test_actor_critic_rows_of_a_batch_are_independent():
     torch.manual_seed(0)
-    model = ActorCritic(4, 3, (16,), noisy=True)
+    model = ActorCritic(4, 3, StockOptions(hidden_sizes=(16,), noisy=True))
     model.resample_noise()
     obs = torch.randn(3, 4)
     logits, value, _ = model(obs, model.initial_state(3))
@@ -148,7 +148,7 @@ def test_the_own_critics_value_trains_its_encoder_and_head_only(policy_type):
     policy's encoder, LSTM or head, though the value reads the LSTM's output (over a rollout, through
     either learner's backward pass)."""
     torch.manual_seed(0)
-    model = ActorCritic(4, 3, (16,), own_critic=True)
+    model = ActorCritic(4, 3, StockOptions(hidden_sizes=(16,), own_critic=True))
     model.resample_noise()  # the noise scales' gradients are the noise times the means'
     attach_flat_gradient(model)
     policy = (NumpyPolicy if policy_type == "numpy" else TorchPolicy)(model)
@@ -185,7 +185,7 @@ def test_a_frames_encoder_starts_with_its_output_varying_with_the_frame(obs_shap
     # PyTorch's default init gave Breakout's frames an output of rms 0.02 of which 0.0015 varied with the
     # frame (MinAtar's: 0.04 and 0.02); the LSTM read a constant and its gates saturated on it
     torch.manual_seed(0)
-    model = ActorCritic(obs_shape, 4, (width,), "lstm")
+    model = ActorCritic(obs_shape, 4, StockOptions(hidden_sizes=(width,), core="lstm"))
     with torch.no_grad():
         features = model.encoder(make_frames(256, torch.Generator().manual_seed(1)))
     assert features.pow(2).mean().sqrt() > 0.15

@@ -10,7 +10,7 @@ from torch.testing import assert_close
 from a3c.config.settings import Config
 from a3c.learn.checkpoint import load_checkpoint
 from a3c.learn.policies import NumpyPolicy, TorchPolicy
-from a3c.nets.actor_critic import ActorCritic, RunningNorm
+from a3c.nets.actor_critic import ActorCritic, RunningNorm, StockOptions
 from a3c.run.trainer import train
 
 
@@ -35,10 +35,10 @@ def test_normalised_observations_are_centred_scaled_and_clipped():
 
 
 def test_the_model_sees_normalised_observations_and_saves_the_statistics():
-    model = ActorCritic(3, 2, (8,), noisy=True, normalize_obs=True)
+    model = ActorCritic(3, 2, StockOptions(hidden_sizes=(8,), noisy=True, normalize_obs=True))
     model.obs_norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
     assert {"obs_norm.count", "obs_norm.mean", "obs_norm.var"} <= set(model.state_dict())
-    shifted = ActorCritic(3, 2, (8,), noisy=True, normalize_obs=False)
+    shifted = ActorCritic(3, 2, StockOptions(hidden_sizes=(8,), noisy=True, normalize_obs=False))
     shifted.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("obs_norm")})
     model.eval(), shifted.eval()
     obs = torch.tensor([[2.0, 5.0, 2.0]])

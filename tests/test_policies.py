@@ -10,10 +10,10 @@ import torch
 from torch.testing import assert_close
 
 from a3c.learn.policies import NumpyPolicy, TorchPolicy, make_policy
-from a3c.nets.actor_critic import ActorCritic
+from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 
-SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
+SHAPES = {  # id: (obs_shape, StockOptions fields)
     "lstm": ((4,), {}),
     "lstm-own-critic": ((4,), {"own_critic": True}),
     "lstm-deep-own-critic-no-noise": ((4,), {"hidden_sizes": (12, 16), "own_critic": True, "noisy": False}),
@@ -36,7 +36,7 @@ SHAPES = {  # id: (obs_shape, ActorCritic keyword arguments)
 def random_network(obs_shape, **options) -> tuple[ActorCritic, torch.Tensor]:
     """A stock network with random weights (large enough that every unit works) and its flat gradient."""
     torch.manual_seed(0)
-    model = ActorCritic(obs_shape, 3, **{"hidden_sizes": (16,), **options})
+    model = ActorCritic(obs_shape, 3, StockOptions(**{"hidden_sizes": (16,), **options}))
     flat = flatten_parameters(model)
     flat_grad = attach_flat_gradient(model)
     with torch.no_grad():

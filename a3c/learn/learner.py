@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
 
 from a3c.config.settings import Config
-from a3c.envs.batch import make_env_batch
+from a3c.envs.batch import StepResult, make_env_batch
 from a3c.learn.distributions import distribution, mask_logits
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
 from a3c.learn.returns import (
+    Loss,
     LossGradient,
     a3c_loss,
     actor_critic_loss,
@@ -46,6 +47,41 @@ class RolloutReport:
     replayed: bool = False
     applied: bool = True  # False where a non-finite gradient was dropped
     policy_lag: int = 0  # shared-model updates applied between this gradient's weight read and its own
+
+
+class NetOutputs(NamedTuple):
+    """What the network gave along a rollout of T steps in B envs, before value_offset: the heads [T, B, n]
+    (masked where the env masks actions: the loss and the replay score the policy that acted), the values
+    [T, B], the values of the final observations where an episode was truncated [T, B] (0 elsewhere) and
+    the bootstrap values of the observations after the last step [B]."""
+
+    heads: np.ndarray
+    values: np.ndarray
+    final_values: np.ndarray
+    bootstrap: Optional[np.ndarray]  # None while the steps are being filled in
+
+
+class Estimates(NamedTuple):
+    """What both losses read of a rollout under the network: log pi(a|s) of the actions taken and the
+    entropies [T, B]; the values [T, B] and the bootstrap [B] as returns (value_offset added); the rewards
+    with each truncated episode's final value folded in."""
+
+    log_probs: np.ndarray
+    entropies: np.ndarray
+    values: np.ndarray
+    rewards: np.ndarray
+    bootstrap: np.ndarray
+
+
+@dataclass
+class PlayedRollout:
+    """A new rollout: its steps as the replay memory stores them (the behaviour log-probs, which the loss
+    computes, still None), what the network gave along them, and the episodes that finished."""
+
+    steps: Rollout
+    outputs: NetOutputs
+    finished_returns: list
+    finished_lengths: list
 
 
 class ActorLearner:
@@ -88,76 +124,27 @@ class ActorLearner:
         return gradient
 
     def compute_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
-        """Play t_max steps in every env, then backpropagate the A3C loss once.
+        """Play t_max steps in every env, then backpropagate the A3C loss (GAE / n-step returns) once.
 
         The weights and the noise are those the policy acted with, so the gradient is
         exactly on-policy. Stores the rollout for replay when replay is on. Returns the
         flat gradient (a buffer this learner reuses on its next call).
         """
         started = time.perf_counter()
-        config, policy, envs, spec = self.config, self.policy, self.envs, self.envs.spec
-        steps, batch = config.t_max, len(envs)
-        self.model.resample_noise()  # fixed for the whole rollout (docs/design/facts.md, fact 6)
-        state = policy.begin_rollout(self.state)
-        start_state = policy.state_to_numpy(state) if self.memory is not None else ()
-        observations = []
-        action_shape, action_type = action_layout(spec)
-        actions = np.zeros((steps, batch, *action_shape), dtype=action_type)
-        heads = np.zeros((steps, batch, spec.num_actions), dtype=np.float32)
-        values, rewards, dones, truncated, final_values = (np.zeros((steps, batch), dtype=np.float32)
-                                                           for _ in range(5))
-        final_obs = np.zeros((steps, *envs.obs.shape), dtype=envs.obs.dtype) if self.memory is not None else None
-        valid = np.ones((steps, batch), dtype=bool)
-        restarted = np.zeros((steps, batch), dtype=bool)
-        masks = None if envs.action_mask is None else np.zeros((steps, *envs.action_mask.shape), dtype=bool)
-        finished_returns, finished_lengths = [], []
-        for t in range(steps):
-            observations.append(envs.obs)
-            heads[t], values[t], state = policy.act(envs.obs, state)
-            if masks is not None:  # the loss and the replay score the policy that acted: the masked one
-                masks[t] = envs.action_mask
-                heads[t] = mask_logits(heads[t], masks[t])
-            actions[t] = self.distribution.sample(heads[t], policy.log_std, self.rng)
-            result = envs.step(actions[t])
-            rewards[t] = ((np.sign(result.rewards) if config.clip_rewards else result.rewards)
-                          * config.reward_scale)
-            ended = result.terminated | result.truncated
-            dones[t] = ended
-            valid[t] = result.valid
-            if result.truncated.any():
-                truncated[t] = result.truncated
-                final_values[t] = policy.act(result.final_obs, state, record=False)[1]
-                if final_obs is not None:
-                    final_obs[t] = result.final_obs
-            restarted[t] = ended | ~result.valid  # a new episode starts next step, from a fresh state
-            state = policy.restart(state, restarted[t])
-            finished_returns += result.finished_returns
-            finished_lengths += result.finished_lengths
-        bootstrap = policy.act(envs.obs, state, record=False)[1]
-        self.state = state
-        observations = np.stack(observations)
-        if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
-            self.model.obs_norm.update(torch.from_numpy(observations.reshape(-1, *spec.obs_shape)))
-        rollout_seconds = time.perf_counter() - started
-
-        offset = value_offset(self.model.value_stats)
-        values, final_values, bootstrap = (offset + v for v in (values, final_values, bootstrap))
-        folded = fold_truncation_bootstrap(rewards, truncated, final_values, config.gamma)
-        advantages = gae_advantages(folded, values, dones, bootstrap, config.gamma, config.gae_lambda)
-        log_probs, entropies = self.distribution.log_prob_entropy(heads, policy.log_std, actions)
-        loss, d_loss = a3c_loss(log_probs, entropies, advantages, config.value_loss_coef, config.entropy_coef,
-                                None if valid.all() else valid)
-        grad_norm = self.backpropagate(heads, actions, d_loss, restarted)
-        if self.model.value_stats is not None:  # the value targets of new experience (replays add none)
-            targets = (advantages + values)[valid]
-            if np.isfinite(targets).all():  # a NaN reward's are left out, as the worker drops its gradient
-                self.model.value_stats.update(torch.from_numpy(targets))
-        if self.memory is not None:
-            self.memory.add(Rollout(observations, actions, log_probs, rewards, dones, truncated, final_obs, valid,
-                                    restarted, start_state, envs.obs.copy(), masks))
-        report = RolloutReport(int(valid.sum()), finished_returns, finished_lengths, loss.policy, loss.value,
-                               loss.entropy, grad_norm, rollout_seconds, time.perf_counter() - started - rollout_seconds)
-        return self.flat_grad, report
+        played = self.play_rollout()
+        update_started = time.perf_counter()
+        config, steps = self.config, played.steps
+        estimates = self.estimates(steps, played.outputs)
+        advantages = gae_advantages(estimates.rewards, estimates.values, steps.dones, estimates.bootstrap,
+                                    config.gamma, config.gae_lambda)
+        loss = a3c_loss(estimates.log_probs, estimates.entropies, advantages, config.value_loss_coef,
+                        config.entropy_coef, None if steps.valid.all() else steps.valid)
+        self.track_value_targets(advantages + estimates.values, steps.valid)
+        if self.memory is not None:  # its buffers as they are (each rollout has new ones); next_obs is the envs' own
+            self.memory.add(steps._replace(behaviour_log_probs=estimates.log_probs, next_obs=steps.next_obs.copy()))
+        return self.gradient_of(played.outputs.heads, steps, loss, update_started, env_steps=int(steps.valid.sum()),
+                                finished_returns=played.finished_returns, finished_lengths=played.finished_lengths,
+                                rollout_seconds=update_started - started)
 
     def replays_due(self) -> int:
         """How many replayed updates follow the on-policy one: Poisson(--replay-ratio), as in ACER."""
@@ -168,44 +155,119 @@ class ActorLearner:
     def replay_gradient(self) -> tuple[torch.Tensor, RolloutReport]:
         """The gradient of a stored rollout under the current weights (and new noise), corrected by V-trace.
 
-        The network re-runs the rollout from the recurrent state it started with; the
-        ratios of the current policy to the behaviour policy that acted truncate the
+        The ratios of the current policy to the behaviour policy that acted truncate the
         value targets and the policy gradient, and the rollout's importance-sampling
         weight (prioritised replay) scales its loss. Its new priority: the mean absolute
         value error.
         """
         started = time.perf_counter()
-        config, policy = self.config, self.policy
+        config = self.config
         handle, rollout, is_weight = self.memory.sample()
+        outputs = self.replay_outputs(rollout)
+        estimates = self.estimates(rollout, outputs)
+        log_rhos = np.where(rollout.valid, estimates.log_probs - rollout.behaviour_log_probs, 0.0).astype(np.float32)
+        targets, advantages = vtrace(log_rhos, estimates.rewards, rollout.dones, estimates.values, estimates.bootstrap,
+                                     config.gamma, config.gae_lambda, config.rho_bar, config.c_bar)
+        value_errors = targets - estimates.values
+        weights = loss_weights(estimates.values.shape, None if rollout.valid.all() else rollout.valid, is_weight)
+        loss = actor_critic_loss(estimates.log_probs, estimates.entropies, advantages, value_errors,
+                                 config.value_loss_coef, config.entropy_coef, weights)
+        self.memory.update_priority(handle, float(np.abs(value_errors[rollout.valid]).mean()))
+        return self.gradient_of(outputs.heads, rollout, loss, started, env_steps=0, finished_returns=[],
+                                finished_lengths=[], replayed=True)
+
+    def play_rollout(self) -> PlayedRollout:
+        """Play t_max steps in every env from where the last rollout left them, with the current weights and a
+        new noise draw, fixed for the whole rollout (docs/design/facts.md, fact 6)."""
+        policy, envs, replayable = self.policy, self.envs, self.memory is not None
+        self.model.resample_noise()
+        state = policy.begin_rollout(self.state)
+        start_state = policy.state_to_numpy(state) if replayable else ()
+        steps = zero_steps(self.config.t_max, envs, replayable)
+        outputs = zero_outputs(steps.rewards.shape, envs.spec.num_actions)
+        observations, finished_returns, finished_lengths = [], [], []
+        for t in range(self.config.t_max):
+            observations.append(envs.obs)
+            state, result = self.play_step(t, state, steps, outputs)
+            finished_returns += result.finished_returns
+            finished_lengths += result.finished_lengths
+        outputs = outputs._replace(bootstrap=self.value_of(envs.obs, state))
+        self.state = state
+        observations = np.stack(observations)
+        if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
+            self.model.obs_norm.update(torch.from_numpy(observations.reshape(-1, *envs.spec.obs_shape)))
+        steps = steps._replace(observations=observations, start_state=start_state, next_obs=envs.obs)
+        return PlayedRollout(steps, outputs, finished_returns, finished_lengths)
+
+    def play_step(self, t: int, state, steps: Rollout, outputs: NetOutputs) -> tuple[object, StepResult]:
+        """Act in every env at step t of a rollout and step them, filling in row t of `steps` and `outputs`.
+        Returns the recurrent state for step t + 1 and the envs' StepResult."""
+        envs, config = self.envs, self.config
+        if steps.action_masks is not None:
+            steps.action_masks[t] = envs.action_mask
+        outputs.heads[t], outputs.values[t], state = self.act(envs.obs, state, row(steps.action_masks, t))
+        steps.actions[t] = self.distribution.sample(outputs.heads[t], self.policy.log_std, self.rng)
+        result = envs.step(steps.actions[t])
+        steps.rewards[t] = (np.sign(result.rewards) if config.clip_rewards else result.rewards) * config.reward_scale
+        ended = result.terminated | result.truncated
+        steps.dones[t], steps.valid[t] = ended, result.valid
+        if result.truncated.any():
+            steps.truncated[t] = result.truncated
+            outputs.final_values[t] = self.value_of(result.final_obs, state)
+            if steps.final_obs is not None:
+                steps.final_obs[t] = result.final_obs
+        steps.restarted[t] = ended | ~result.valid  # a new episode starts next step, from a fresh state
+        return self.policy.restart(state, steps.restarted[t]), result
+
+    def replay_outputs(self, rollout: Rollout) -> NetOutputs:
+        """The network, with the current weights and new noise, re-run over a stored rollout's observations from
+        the recurrent state the rollout began with, restarting where it restarted."""
+        policy = self.policy
         self.model.resample_noise()
         state = policy.begin_rollout(policy.state_from_numpy(rollout.start_state))
-        heads = np.zeros((*rollout.rewards.shape, self.envs.spec.num_actions), dtype=np.float32)
-        values, final_values = np.zeros_like(rollout.rewards), np.zeros_like(rollout.rewards)
+        outputs = zero_outputs(rollout.rewards.shape, self.envs.spec.num_actions)
         for t, obs in enumerate(rollout.observations):
-            heads[t], values[t], state = policy.act(obs, state)
-            if rollout.action_masks is not None:
-                heads[t] = mask_logits(heads[t], rollout.action_masks[t])
+            outputs.heads[t], outputs.values[t], state = self.act(obs, state, row(rollout.action_masks, t))
             if rollout.truncated[t].any():
-                final_values[t] = policy.act(rollout.final_obs[t], state, record=False)[1]
+                outputs.final_values[t] = self.value_of(rollout.final_obs[t], state)
             state = policy.restart(state, rollout.restarted[t])
-        bootstrap = policy.act(rollout.next_obs, state, record=False)[1]
-        offset = value_offset(self.model.value_stats)
-        values, final_values, bootstrap = (offset + v for v in (values, final_values, bootstrap))
+        return outputs._replace(bootstrap=self.value_of(rollout.next_obs, state))
 
-        log_probs, entropies = self.distribution.log_prob_entropy(heads, policy.log_std, rollout.actions)
-        log_rhos = np.where(rollout.valid, log_probs - rollout.behaviour_log_probs, 0.0).astype(np.float32)
-        rewards = fold_truncation_bootstrap(rollout.rewards, rollout.truncated, final_values, config.gamma)
-        targets, advantages = vtrace(log_rhos, rewards, rollout.dones, values, bootstrap, config.gamma,
-                                     config.gae_lambda, config.rho_bar, config.c_bar)
-        value_errors = targets - values
-        weights = loss_weights(values.shape, None if rollout.valid.all() else rollout.valid, is_weight)
-        loss, d_loss = actor_critic_loss(log_probs, entropies, advantages, value_errors, config.value_loss_coef,
-                                         config.entropy_coef, weights)
-        grad_norm = self.backpropagate(heads, rollout.actions, d_loss, rollout.restarted)
-        self.memory.update_priority(handle, float(np.abs(value_errors[rollout.valid]).mean()))
-        report = RolloutReport(0, [], [], loss.policy, loss.value, loss.entropy, grad_norm,
-                               update_seconds=time.perf_counter() - started, replayed=True)
-        return self.flat_grad, report
+    def act(self, obs: np.ndarray, state, mask: Optional[np.ndarray]):
+        """One recorded step of the policy: its head (masked where `mask` is given), values and next state."""
+        head, value, state = self.policy.act(obs, state)
+        return (head if mask is None else mask_logits(head, mask)), value, state
+
+    def value_of(self, obs: np.ndarray, state) -> np.ndarray:
+        """The values of `obs` from `state`, outside the rollout's recorded steps: a bootstrap."""
+        return self.policy.act(obs, state, record=False)[1]
+
+    def estimates(self, steps: Rollout, outputs: NetOutputs) -> Estimates:
+        """What the loss reads of a rollout's steps and the network's outputs along them."""
+        offset = value_offset(self.model.value_stats)
+        values, final_values, bootstrap = (offset + outputs.values, offset + outputs.final_values,
+                                           offset + outputs.bootstrap)
+        log_probs, entropies = self.distribution.log_prob_entropy(outputs.heads, self.policy.log_std, steps.actions)
+        rewards = fold_truncation_bootstrap(steps.rewards, steps.truncated, final_values, self.config.gamma)
+        return Estimates(log_probs, entropies, values, rewards, bootstrap)
+
+    def track_value_targets(self, targets: np.ndarray, valid: np.ndarray) -> None:
+        """With --center-values, the running statistics of the value targets, from new experience only
+        (a replay's would count the same steps again)."""
+        if self.model.value_stats is None:
+            return
+        targets = targets[valid]
+        if np.isfinite(targets).all():  # a NaN reward's are left out, as the worker drops its gradient
+            self.model.value_stats.update(torch.from_numpy(targets))
+
+    def gradient_of(self, heads: np.ndarray, steps: Rollout, loss: tuple[Loss, LossGradient], since: float,
+                    **report) -> tuple[torch.Tensor, RolloutReport]:
+        """A rollout's loss backpropagated into the flat gradient, and the update's report: `report` holds
+        its fields that depend on the kind of rollout, `since` is when the update began."""
+        loss, d_loss = loss
+        grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted)
+        return self.flat_grad, RolloutReport(policy_loss=loss.policy, value_loss=loss.value, entropy=loss.entropy,
+                                             grad_norm=grad_norm, update_seconds=time.perf_counter() - since, **report)
 
     def backpropagate(self, heads: np.ndarray, actions: np.ndarray, d_loss: LossGradient,
                       restarted: np.ndarray) -> float:
@@ -216,6 +278,34 @@ class ActorLearner:
         self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
+
+
+def zero_steps(steps: int, envs, replayable: bool) -> Rollout:
+    """Zeroed buffers for a new rollout of `steps` steps in `envs`, filled in step by step (every step valid
+    until an env says otherwise); the observations and what only the loss knows come after. The final
+    observations are kept for a replay only."""
+    batch, spec = len(envs), envs.spec
+    action_shape, action_type = action_layout(spec)
+    rewards, dones, truncated = (np.zeros((steps, batch), dtype=np.float32) for _ in range(3))
+    return Rollout(observations=None, actions=np.zeros((steps, batch, *action_shape), dtype=action_type),
+                   behaviour_log_probs=None, rewards=rewards, dones=dones, truncated=truncated,
+                   final_obs=np.zeros((steps, *envs.obs.shape), dtype=envs.obs.dtype) if replayable else None,
+                   valid=np.ones((steps, batch), dtype=bool), restarted=np.zeros((steps, batch), dtype=bool),
+                   start_state=(), next_obs=None,
+                   action_masks=None if envs.action_mask is None else np.zeros((steps, *envs.action_mask.shape),
+                                                                               dtype=bool))
+
+
+def zero_outputs(shape: tuple[int, int], num_actions: int) -> NetOutputs:
+    """Zeroed buffers for what the network gives along a rollout of `shape` = (T, B) steps; the bootstrap
+    comes after the last step."""
+    return NetOutputs(np.zeros((*shape, num_actions), dtype=np.float32), np.zeros(shape, dtype=np.float32),
+                      np.zeros(shape, dtype=np.float32), None)
+
+
+def row(array: Optional[np.ndarray], t: int) -> Optional[np.ndarray]:
+    """Row t of an optional per-step array (the action masks of an env that has them)."""
+    return None if array is None else array[t]
 
 
 def action_layout(spec) -> tuple[tuple[int, ...], type]:

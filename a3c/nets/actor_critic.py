@@ -10,6 +10,7 @@ Box action space, the Gaussian's state-independent log standard deviation
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
@@ -180,10 +181,26 @@ class Network(nn.Module):
                 module.resample_noise(generator)
 
 
+@dataclass(frozen=True)
+class StockOptions:
+    """How the stock network is shaped, as a Config sets it (a3c/nets/factory.py's `stock_options`): the
+    encoder's MLP widths, the core ("lstm" or "none"), NoisyNet heads and their sigma_0, a Gaussian head
+    for a Box action space, observation statistics, centred values and the critic's own encoder."""
+
+    hidden_sizes: tuple[int, ...] = (64,)
+    core: str = "lstm"
+    noisy: bool = True
+    sigma_init: float = 0.017
+    continuous: bool = False
+    normalize_obs: bool = False
+    center_values: bool = False
+    own_critic: bool = False
+
+
 class ActorCritic(Network):
     """The stock network: observation -> encoder -> LSTM (or nothing) -> policy head; and the state value.
 
-    The encoder is an MLP of `hidden_sizes` for a flat observation, a convnet and that
+    Shaped by its StockOptions. The encoder is an MLP of `hidden_sizes` for a flat observation, a convnet and that
     MLP for stacked frames; the LSTM's width is the encoder's last. The heads are
     NoisyNet layers (`noisy`) or plain linear ones. With `own_critic` the value head reads
     an encoder of its own beside the LSTM's output, detached: the value's error trains
@@ -192,23 +209,22 @@ class ActorCritic(Network):
     (a3c/learn/policies/numpy_policy.py) runs every shape of this network.
     """
 
-    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, hidden_sizes: tuple[int, ...] = (64,),
-                 core: str = "lstm", noisy: bool = True, sigma_init: float = 0.017, continuous: bool = False,
-                 normalize_obs: bool = False, center_values: bool = False, own_critic: bool = False,
+    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, options: StockOptions = StockOptions(),
                  own_encoder: Optional[Callable[[], nn.Module]] = None):
         """`own_encoder`: builds what maps the inputs to features of hidden_sizes[-1] instead of `encoder`."""
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
-        super().__init__(obs_shape, num_actions, continuous, normalize_obs, center_values)
+        super().__init__(obs_shape, num_actions, options.continuous, options.normalize_obs, options.center_values)
+        hidden_sizes = tuple(options.hidden_sizes)
         self.hidden_size = hidden_sizes[-1]
-        make_encoder = own_encoder or (lambda: encoder(obs_shape, tuple(hidden_sizes)))
+        make_encoder = own_encoder or (lambda: encoder(obs_shape, hidden_sizes))
         self.encoder = make_encoder()
-        self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if core == "lstm" else None
+        self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if options.core == "lstm" else None
         if self.lstm is not None:
             self.lstm.bias_ih_l0.data.zero_()
             self.lstm.bias_hh_l0.data.zero_()
-        self.critic_encoder = make_encoder() if own_critic else None
-        value_inputs = self.hidden_size * (2 if own_critic and self.lstm is not None else 1)
-        head = (lambda size, n: NoisyLinear(size, n, sigma_init)) if noisy else nn.Linear
+        self.critic_encoder = make_encoder() if options.own_critic else None
+        value_inputs = self.hidden_size * (2 if options.own_critic and self.lstm is not None else 1)
+        head = (lambda size, n: NoisyLinear(size, n, options.sigma_init)) if options.noisy else nn.Linear
         self.policy, self.value = head(self.hidden_size, num_actions), head(value_inputs, 1)
 
     def initial_state(self, batch_size: int) -> State:

@@ -6,16 +6,16 @@ from __future__ import annotations
 from a3c.config.settings import Config, centers_values
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
-from a3c.nets.actor_critic import ActorCritic, Network
+from a3c.nets.actor_critic import ActorCritic, Network, StockOptions
 from a3c.nets.structured import PartsNorm, StructuredActorCritic
 from a3c.nets.user import user_network
 
 
-def stock_options(config: Config, spec: EnvSpec) -> dict:
+def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
     """What the stock network's options are under a Config (every stock network is built with these)."""
-    return dict(hidden_sizes=tuple(config.hidden_sizes), core=config.core, noisy=config.noise,
-                sigma_init=config.sigma_init, continuous=spec.continuous, normalize_obs=config.normalize_obs,
-                center_values=centers_values(config), own_critic=config.critic == "own")
+    return StockOptions(hidden_sizes=tuple(config.hidden_sizes), core=config.core, noisy=config.noise,
+                        sigma_init=config.sigma_init, continuous=spec.continuous, normalize_obs=config.normalize_obs,
+                        center_values=centers_values(config), own_critic=config.critic == "own")
 
 
 def build_model(config: Config, spec: EnvSpec) -> Network:
@@ -30,9 +30,9 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
     elif spec.obs_parts is not None:
-        model = StructuredActorCritic(spec.obs_parts, spec.num_actions, **stock_options(config, spec))
+        model = StructuredActorCritic(spec.obs_parts, spec.num_actions, stock_options(config, spec))
     else:
-        model = ActorCritic(spec.obs_shape, spec.num_actions, **stock_options(config, spec))
+        model = ActorCritic(spec.obs_shape, spec.num_actions, stock_options(config, spec))
     if spec.obs_parts is not None and model.obs_norm is not None:
         model.obs_norm = PartsNorm(spec.obs_parts)
     return model

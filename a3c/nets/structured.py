@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from a3c.envs.parts import Part
-from a3c.nets.actor_critic import ActorCritic, RunningNorm, encoder, flat_size, mlp
+from a3c.nets.actor_critic import ActorCritic, RunningNorm, StockOptions, encoder, flat_size, mlp
 
 
 def unflatten(parts: tuple[Part, ...], flat: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -56,10 +56,9 @@ class StructuredActorCritic(ActorCritic):
     """The stock network with CombinedFeatures before its MLP; trained by autograd (the numpy path reads
     flat observations and frames only)."""
 
-    def __init__(self, parts: tuple[Part, ...], num_actions: int, hidden_sizes: tuple[int, ...], **options):
+    def __init__(self, parts: tuple[Part, ...], num_actions: int, options: StockOptions = StockOptions()):
         def combined_encoder() -> nn.Module:
             features = CombinedFeatures(parts)
-            return nn.Sequential(features, *mlp(features.size, tuple(hidden_sizes)))
-        super().__init__((sum(part.size for part in parts),), num_actions, hidden_sizes, **options,
-                         own_encoder=combined_encoder)
+            return nn.Sequential(features, *mlp(features.size, tuple(options.hidden_sizes)))
+        super().__init__((sum(part.size for part in parts),), num_actions, options, own_encoder=combined_encoder)
 
