@@ -197,7 +197,7 @@ def evaluate(checkpoint, episodes, env_id, seed, video):
     import statistics
 
     from a3c.agent import load_agent
-    from a3c.parallel.evaluator import evaluate_agent
+    from a3c.parallel.evaluation import evaluate_agent
     from a3c.tools.video import check_video_path, record_episodes, require_imageio
     with usage_errors():
         if video is not None:

@@ -7,7 +7,7 @@ and rewards); the evaluation env shares the observation statistics, frozen. Ever
 seconds of wall-clock (counted from the end of the previous evaluation, as our evaluator does) the
 deterministic policy plays --eval-episodes episodes on separate envs, stepped together; training
 stops when their mean reaches --target and the mean of --confirm-episodes new episodes is at the
-target with 90% confidence, as our trainer's evaluator decides (a3c.parallel.evaluator.confirms). Prints one JSON line: solved, env_steps, seconds, the learning curve (env
+target with 90% confidence, as our trainer's evaluator decides (a3c.parallel.evaluation.confirms). Prints one JSON line: solved, env_steps, seconds, the learning curve (env
 steps, seconds, greedy mean return at each evaluation) and the confirmations.
 """
 
@@ -27,7 +27,7 @@ from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization  # noqa: E402
 
-from a3c.parallel.evaluator import confirms  # noqa: E402  the rule our evaluator applies
+from a3c.parallel.evaluation import confirms  # noqa: E402  the rule our evaluator applies
 
 
 def linear(start: float):
@@ -63,7 +63,7 @@ ALGOS = {"a2c": A2C, "ppo": PPO}
 
 class SolvedCallback(BaseCallback):
     """Evaluate every `interval` seconds; stop training once the greedy mean reaches `target` and
-    `confirm_episodes` new episodes of the same weights confirm it (a3c.parallel.evaluator.confirms)."""
+    `confirm_episodes` new episodes of the same weights confirm it (a3c.parallel.evaluation.confirms)."""
 
     def __init__(self, eval_env, episodes: int, interval: float, target: float, confirm_episodes: int):
         super().__init__()

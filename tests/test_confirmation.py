@@ -12,7 +12,7 @@ import pytest
 
 from a3c.config.settings import Config
 from a3c.learn.checkpoint import load_checkpoint
-from a3c.parallel.evaluator import Standing, confirms
+from a3c.parallel.evaluation import Standing, confirms
 from a3c.run.trainer import train
 
 pytestmark = pytest.mark.slow  # trains with a forked worker and the evaluator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import a3c.parallel.evaluator as evaluator
+import a3c.parallel.evaluation as evaluator
 from a3c.agent import Agent
 from a3c.config.settings import Config
 from a3c.envs.make import env_spec

@@ -10,7 +10,7 @@ import pytest
 
 from a3c.agent import load_agent
 from a3c.config.settings import Config
-from a3c.parallel.evaluator import evaluate_agent
+from a3c.parallel.evaluation import evaluate_agent
 from a3c.run.metrics import TIMING_COLUMNS
 from a3c.run.trainer import train
 

@@ -35,26 +35,28 @@ class Config:
     gamma: float = 0.99
     # rewards are multiplied by this in the loss (logs show them unscaled). With Adam, 0.1 and a value
     # coefficient of 0.5 act as an entropy bonus ten times stronger relative to the policy gradient and
-    # clipping ten times looser: CartPole, 40 seeds, median 2.7-3.0 s to solve against 3.8-4.0 s at 1.0
+    # clipping ten times looser: CartPole solved sooner, and on every seed (docs/design/choices.md,
+    # "Reward scale 0.1 and the value-loss coefficient")
     reward_scale: float = 0.1
     normalize_obs: bool = False  # running mean/std of observations, shared by the workers
     # on: the value head learns the return less the running mean of the value targets (shared by the
     # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
-    # more (Adam saturated it within 60 updates on Acrobot), off for feed-forward networks, which reach
+    # more (on Acrobot, Adam saturated it instead), off for feed-forward networks, which reach
     # them with ReLU features and explore by the optimism of a value starting near 0
     # (docs/design/choices.md, "The LSTM's scale")
     center_values: str = "auto"
     # own: the value head reads an encoder of its own beside the LSTM's output, with no gradient into it;
     # shared: what the policy head reads, training the encoder and the LSTM with the policy. Shared by
-    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own: 1.9x and
-    # 3-5x the env steps); on Acrobot it saturates the cell, and the own critic's 1.2x feed-forward's env steps
-    # are the LSTM's best there (docs/design/choices.md, "The critic's own encoder")
+    # default: on CartPole and Pendulum the value's error teaches the LSTM what to attend to (own takes
+    # more env steps); on Acrobot it saturates the cell, and the own critic brings the LSTM close to
+    # feed-forward there (docs/design/choices.md, "The critic's own encoder")
     critic: str = "shared"
     clip_rewards: bool = False  # the loss sees the sign of each reward (Atari's standard); logs do not
     gae_lambda: float = 1.0
     value_loss_coef: float = 0.5
     # The NoisyNet paper drops the entropy bonus; without it, 1 env per worker (CartPole, t-max 20)
-    # collapsed early to a near-deterministic policy on 3 seeds of 10; with it 15 of 15 solved
+    # collapsed early to a near-deterministic policy on some seeds, and with it every seed solved
+    # (docs/design/choices.md, "The entropy bonus with NoisyNet")
     entropy_coef: float = 0.01
     max_grad_norm: float = 5.0
     # experience replay inside each worker (ACER-style), corrected by V-trace (a3c/learn/returns.py)
@@ -65,13 +67,16 @@ class Config:
     c_bar: float = 1.0  # and of the traces
     # optimizer
     optimizer: str = "adam"
-    lr: float = 5e-3  # CartPole, 8 x 8, 20 seeds: median 4.8 s to solve, against 6.3 s at 3e-3
+    # CartPole solved faster than at 3e-3, and on more seeds than at 1e-2 (docs/design/choices.md, "Envs per
+    # worker and the learning rate")
+    lr: float = 5e-3
     lr_decay: bool = True
     # evaluation and logging
     eval_interval: float = 0.5
     eval_episodes: int = 10
     # an evaluation that reaches the target solves only if this many new episodes of the same weights
-    # confirm it (0: it solves alone): the best of hundreds of 10-episode means is a lucky draw
+    # confirm it (0: it solves alone): the best of many evaluations' means is a lucky draw
+    # (docs/design/choices.md, '"Solved" is confirmed on new episodes')
     confirm_episodes: int = 100
     video_interval: float = 0.0  # seconds between the evaluator's videos in RUN_DIR/videos; 0: none
     target_return: Union[float, str, None] = "auto"  # "auto": the env spec's reward_threshold
@@ -83,9 +88,8 @@ class Config:
     checkpoint_interval: float = 60.0  # seconds between checkpoints/last.pt writes
     max_worker_restarts: int = 3
     # seconds a worker or the evaluator may show no progress before it is killed and restarted; 0: never.
-    # The longest silence of a healthy run seen: a worker's start-up, about 30 s before 8 Atari workers of
-    # 16 envs each on 2 cores all update; 300 s leaves room for slower machines and simulators
-    # (docs/design/choices.md, "Faults")
+    # Far above the longest silence of a healthy run seen (a worker's start-up, many Atari workers on few
+    # cores), to leave room for slower machines and simulators (docs/design/choices.md, "Faults")
     worker_timeout: float = 300.0
     run_dir: str = ""
     start_method: str = ""
@@ -93,77 +97,21 @@ class Config:
     backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
     nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
-    # updates of a group's optimizer between its exchanges with the global model (docs/design/choices.md, "Node groups"):
-    # CartPole, 2 groups, 5 seeds: 10, 20, 50, 100 all solved at about a local run's env steps; 50 made
-    # 27 times fewer calls than one per update
+    # updates of a group's optimizer between its exchanges with the global model: the intervals tried all learned
+    # as fast as a local run, and 50 is the smallest that made many times fewer calls than one per update
+    # (docs/design/choices.md, "Node groups")
     sync_interval: int = 50
     global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
     placement_timeout: float = 120.0  # seconds a (replacement) node group may take to find free CPUs and start
 
     def __post_init__(self) -> None:
+        """Refuse a setting out of its range, naming the option: the first broken rule of the topics in order."""
         widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
         object.__setattr__(self, "hidden_sizes", widths)  # hashable and JSON-stable, however it was given
-        for field in dataclasses.fields(self):  # nan passes no comparison, inf passes too many
-            value = getattr(self, field.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"{option_name(field.name)} must be a finite number, got {value!r}")
-        checks = [
-            ("num_processes", 1 <= self.num_processes <= MAX_PROCESSES,
-             f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)"),
-            ("envs_per_process", self.envs_per_process >= 1, ">= 1"),
-            ("active_workers", self.active_workers >= 0, ">= 0 (0: one per core)"),
-            ("t_max", self.t_max >= 1, ">= 1"),
-            ("max_steps", self.max_steps >= 1, ">= 1"),
-            ("seed", self.seed >= 0, ">= 0"),
-            ("hidden_sizes", len(self.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
-                                                                  for n in self.hidden_sizes),
-             "one or more widths >= 1, like 64,64"),
-            ("core", self.core in ("lstm", "none"), "one of lstm, none"),
-            ("center_values", self.center_values in ("auto", "on", "off"), "one of auto, on, off"),
-            ("critic", self.critic in ("own", "shared"), "one of own, shared"),
-            ("learner", self.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
-            ("learner", not (self.learner == "numpy" and self.model),
-             "auto or torch with --model (the numpy learner runs the stock network only)"),
-            ("sigma_init", self.sigma_init >= 0, ">= 0"),
-            ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
-            ("reward_scale", self.reward_scale > 0, "> 0"),
-            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
-            ("value_loss_coef", self.value_loss_coef >= 0, ">= 0"),
-            ("entropy_coef", self.entropy_coef >= 0, ">= 0"),
-            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
-            ("replay_ratio", 0 <= self.replay_ratio <= 64, "in [0, 64]"),
-            ("replay_capacity", self.replay_capacity >= 1, ">= 1"),
-            ("replay_priority", self.replay_priority >= 0, ">= 0"),
-            ("rho_bar", self.rho_bar > 0, "> 0"),
-            ("c_bar", self.c_bar > 0, "> 0"),
-            ("optimizer", self.optimizer in ("adam", "rmsprop"), "one of adam, rmsprop"),
-            ("lr", self.lr > 0, "> 0"),
-            ("eval_interval", self.eval_interval > 0, "> 0"),
-            ("eval_episodes", self.eval_episodes >= 0, ">= 0"),
-            ("confirm_episodes", self.confirm_episodes == 0 or self.confirm_episodes >= 2,
-             ">= 2 (a spread needs two), or 0: no confirmation"),
-            ("video_interval", self.video_interval >= 0, ">= 0 (0: no videos)"),
-            ("video_interval", not (self.video_interval and not self.eval_episodes),
-             "0 without the evaluator (--eval-episodes 0): the evaluator films"),
-            ("log_interval", self.log_interval >= 1, ">= 1"),
-            ("print_interval", self.print_interval > 0, "> 0"),
-            ("track", self.track in ("none", "mlflow", "wandb"), "one of none, mlflow, wandb"),
-            ("checkpoint_interval", self.checkpoint_interval > 0, "> 0"),
-            ("max_worker_restarts", self.max_worker_restarts >= 0, ">= 0"),
-            ("worker_timeout", self.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
-            ("target_return", self.target_return in ("auto", None)
-             or isinstance(self.target_return, (int, float)), "a number, auto or none"),
-            ("run_dir", "\x00" not in self.run_dir, "a path without NUL characters"),
-            ("start_method", self.start_method in ("", "fork", "spawn", "forkserver"),
-             "one of fork, spawn, forkserver"),
-            ("backend", self.backend in ("local", "ray"), "one of local, ray"),
-            ("ray_address", not self.ray_address or self.backend == "ray", "given only with --backend ray"),
-            ("nodes", self.nodes >= 0, ">= 0 (0: one node group per node)"),
-            ("sync_interval", self.sync_interval >= 1, ">= 1"),
-            ("global_shards", self.global_shards >= 0, ">= 0 (0: one per 4M parameters)"),
-            ("placement_timeout", self.placement_timeout > 0, "> 0"),
-        ]
-        for name, ok, rule in checks:
+        require_finite(self)
+        rules = (*run_size_rules(self), *network_rules(self), *loss_rules(self), *replay_rules(self),
+                 *optimizer_rules(self), *evaluation_rules(self), *run_rules(self), *backend_rules(self))
+        for name, ok, rule in rules:
             if not ok:
                 raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
 
@@ -197,6 +145,122 @@ class Config:
         """From a saved config (a3c/learn/checkpoint.py upgrades older ones); fields this version lacks are dropped."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+# A rule of a setting: the field, whether its value keeps the rule, and the rule as the error states it
+# ("--gamma must be in (0, 1], got 1.5").
+Rule = tuple[str, bool, str]
+
+
+def require_finite(config: Config) -> None:
+    """Every float setting is a finite number: nan passes no comparison, inf passes too many."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{option_name(field.name)} must be a finite number, got {value!r}")
+
+
+def run_size_rules(config: Config) -> list[Rule]:
+    """The run's size: its workers, their envs and rollouts, the budget and the seed."""
+    return [
+        ("num_processes", 1 <= config.num_processes <= MAX_PROCESSES,
+         f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)"),
+        ("envs_per_process", config.envs_per_process >= 1, ">= 1"),
+        ("active_workers", config.active_workers >= 0, ">= 0 (0: one per core)"),
+        ("t_max", config.t_max >= 1, ">= 1"),
+        ("max_steps", config.max_steps >= 1, ">= 1"),
+        ("seed", config.seed >= 0, ">= 0"),
+    ]
+
+
+def network_rules(config: Config) -> list[Rule]:
+    """The network: its layers, core, critic and noise, and the learner that runs it."""
+    return [
+        ("hidden_sizes", len(config.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
+                                                                for n in config.hidden_sizes),
+         "one or more widths >= 1, like 64,64"),
+        ("core", config.core in ("lstm", "none"), "one of lstm, none"),
+        ("center_values", config.center_values in ("auto", "on", "off"), "one of auto, on, off"),
+        ("critic", config.critic in ("own", "shared"), "one of own, shared"),
+        ("learner", config.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
+        ("learner", not (config.learner == "numpy" and config.model),
+         "auto or torch with --model (the numpy learner runs the stock network only)"),
+        ("sigma_init", config.sigma_init >= 0, ">= 0"),
+    ]
+
+
+def loss_rules(config: Config) -> list[Rule]:
+    """The loss and its returns."""
+    return [
+        ("gamma", 0 < config.gamma <= 1, "in (0, 1]"),
+        ("reward_scale", config.reward_scale > 0, "> 0"),
+        ("gae_lambda", 0 <= config.gae_lambda <= 1, "in [0, 1]"),
+        ("value_loss_coef", config.value_loss_coef >= 0, ">= 0"),
+        ("entropy_coef", config.entropy_coef >= 0, ">= 0"),
+        ("max_grad_norm", config.max_grad_norm > 0, "> 0"),
+    ]
+
+
+def replay_rules(config: Config) -> list[Rule]:
+    """Experience replay and V-trace's truncations."""
+    return [
+        ("replay_ratio", 0 <= config.replay_ratio <= 64, "in [0, 64]"),
+        ("replay_capacity", config.replay_capacity >= 1, ">= 1"),
+        ("replay_priority", config.replay_priority >= 0, ">= 0"),
+        ("rho_bar", config.rho_bar > 0, "> 0"),
+        ("c_bar", config.c_bar > 0, "> 0"),
+    ]
+
+
+def optimizer_rules(config: Config) -> list[Rule]:
+    """The optimizer and its learning rate."""
+    return [
+        ("optimizer", config.optimizer in ("adam", "rmsprop"), "one of adam, rmsprop"),
+        ("lr", config.lr > 0, "> 0"),
+    ]
+
+
+def evaluation_rules(config: Config) -> list[Rule]:
+    """The evaluator: its interval, episodes, confirmations and videos."""
+    return [
+        ("eval_interval", config.eval_interval > 0, "> 0"),
+        ("eval_episodes", config.eval_episodes >= 0, ">= 0"),
+        ("confirm_episodes", config.confirm_episodes == 0 or config.confirm_episodes >= 2,
+         ">= 2 (a spread needs two), or 0: no confirmation"),
+        ("video_interval", config.video_interval >= 0, ">= 0 (0: no videos)"),
+        ("video_interval", not (config.video_interval and not config.eval_episodes),
+         "0 without the evaluator (--eval-episodes 0): the evaluator films"),
+    ]
+
+
+def run_rules(config: Config) -> list[Rule]:
+    """The run around the learning: its logs, checkpoints and watchdog, its target, where it writes and how its
+    processes start."""
+    return [
+        ("log_interval", config.log_interval >= 1, ">= 1"),
+        ("print_interval", config.print_interval > 0, "> 0"),
+        ("track", config.track in ("none", "mlflow", "wandb"), "one of none, mlflow, wandb"),
+        ("checkpoint_interval", config.checkpoint_interval > 0, "> 0"),
+        ("max_worker_restarts", config.max_worker_restarts >= 0, ">= 0"),
+        ("worker_timeout", config.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
+        ("target_return", config.target_return in ("auto", None)
+         or isinstance(config.target_return, (int, float)), "a number, auto or none"),
+        ("run_dir", "\x00" not in config.run_dir, "a path without NUL characters"),
+        ("start_method", config.start_method in ("", "fork", "spawn", "forkserver"),
+         "one of fork, spawn, forkserver"),
+    ]
+
+
+def backend_rules(config: Config) -> list[Rule]:
+    """The backend: Ray's cluster, node groups, syncs and shards."""
+    return [
+        ("backend", config.backend in ("local", "ray"), "one of local, ray"),
+        ("ray_address", not config.ray_address or config.backend == "ray", "given only with --backend ray"),
+        ("nodes", config.nodes >= 0, ">= 0 (0: one node group per node)"),
+        ("sync_interval", config.sync_interval >= 1, ">= 1"),
+        ("global_shards", config.global_shards >= 0, ">= 0 (0: one per 4M parameters)"),
+        ("placement_timeout", config.placement_timeout > 0, "> 0"),
+    ]
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
