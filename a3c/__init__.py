@@ -1,8 +1,8 @@
 """A Hogwild shared-memory A3C trainer (LSTM + NoisyNet) for gymnasium environments.
 
-    import a3c
-    result = a3c.train(a3c.Config.for_env("Pendulum-v1"))
-    agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
+import a3c
+result = a3c.train(a3c.Config.for_env("Pendulum-v1"))
+agent = a3c.load_agent(result.run_dir / "checkpoints" / "best.pt")
 """
 
 from a3c._version import __version__

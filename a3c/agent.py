@@ -30,8 +30,14 @@ class Agent:
     per row: pass `episode_start` [B] (True where a new episode begins) to reset rows.
     """
 
-    def __init__(self, model: Network, spec: EnvSpec, learner: str = "auto", config: Optional[Config] = None,
-                 seed: Optional[int] = None):
+    def __init__(
+        self,
+        model: Network,
+        spec: EnvSpec,
+        learner: str = "auto",
+        config: Optional[Config] = None,
+        seed: Optional[int] = None,
+    ):
         self.model, self.spec, self.config = model.eval(), spec, config
         self.distribution = distribution(spec)
         self.policy = make_policy(model, learner)
@@ -47,8 +53,14 @@ class Agent:
         return self.policy.initial_state(batch_size)
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray | dict | tuple, state: Any = None, deterministic: bool = True, episode_start: Optional[np.ndarray] = None,
-            action_mask: Optional[np.ndarray] = None) -> tuple[np.ndarray, Any]:
+    def act(
+        self,
+        obs: np.ndarray | dict | tuple,
+        state: Any = None,
+        deterministic: bool = True,
+        episode_start: Optional[np.ndarray] = None,
+        action_mask: Optional[np.ndarray] = None,
+    ) -> tuple[np.ndarray, Any]:
         """The actions for a batch of observations, and the recurrent state to pass with the next batch.
 
         Args:
@@ -74,8 +86,9 @@ class Agent:
             obs = flatten_batch(self.spec.obs_parts, obs)
         obs = np.asarray(obs, dtype=self.spec.obs_dtype)
         if obs.shape[1:] != self.spec.obs_shape:
-            raise ValueError(f"obs must be a batch [B, {', '.join(map(str, self.spec.obs_shape))}], "
-                             f"got shape {list(obs.shape)}")
+            raise ValueError(
+                f"obs must be a batch [B, {', '.join(map(str, self.spec.obs_shape))}], got shape {list(obs.shape)}"
+            )
         if state is None:
             state = self.initial_state(len(obs))
         elif episode_start is not None:
@@ -83,15 +96,20 @@ class Agent:
         head, _, state = self.policy.act(obs, state, record=False)
         if action_mask is not None:
             head = mask_logits(head, self.checked_mask(action_mask, len(obs)))
-        actions = (self.distribution.greedy(head) if deterministic
-                   else self.distribution.sample(head, self.policy.log_std, self.rng))
+        actions = (
+            self.distribution.greedy(head)
+            if deterministic
+            else self.distribution.sample(head, self.policy.log_std, self.rng)
+        )
         return self.spec.env_actions(actions), state
 
     def checked_mask(self, action_mask, batch: int) -> np.ndarray:
         mask = np.asarray(action_mask)
         if self.spec.continuous or mask.shape != (batch, self.spec.num_actions):
-            raise ValueError(f"action_mask must be a batch [{batch}, {self.spec.num_actions}] for the action space "
-                             f"{self.spec.action_space}, got shape {list(mask.shape)}")
+            raise ValueError(
+                f"action_mask must be a batch [{batch}, {self.spec.num_actions}] for the action space "
+                f"{self.spec.action_space}, got shape {list(mask.shape)}"
+            )
         return mask.astype(bool, copy=False)
 
 

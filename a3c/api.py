@@ -17,8 +17,14 @@ if TYPE_CHECKING:  # types only: `import a3c` does not import torch
     from a3c.run.trainer import TrainResult
 
 
-def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike] = None, verbose: bool = True,
-          callbacks: Sequence = (), **changes: Any) -> TrainResult:
+def train(
+    config: Optional[Config] = None,
+    *,
+    resume: Optional[str | os.PathLike] = None,
+    verbose: bool = True,
+    callbacks: Sequence = (),
+    **changes: Any,
+) -> TrainResult:
     """Train until the run stops: solved (and confirmed), at max_steps, on Ctrl-C or when a callback says so.
 
     A new run: `train(config)`. Continuing one: `train(resume=RUN_DIR_OR_LAST_PT, **changes)`. Leaves the
@@ -49,8 +55,14 @@ def train(config: Optional[Config] = None, *, resume: Optional[str | os.PathLike
     if config is not None:
         prestart(config.track)  # its library's import runs beside torch's, if torch is not imported yet
     from a3c.run.trainer import train as run_training
-    return run_training(config, print_fn=print if verbose else silent,
-                        resume=None if resume is None else str(resume), overrides=changes, callbacks=callbacks)
+
+    return run_training(
+        config,
+        print_fn=print if verbose else silent,
+        resume=None if resume is None else str(resume),
+        overrides=changes,
+        callbacks=callbacks,
+    )
 
 
 def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Optional[int] = None) -> Agent:
@@ -65,5 +77,5 @@ def load_agent(path: str | os.PathLike, env_id: Optional[str] = None, seed: Opti
         The network with the checkpoint's weights, in evaluation mode (no noise), ready to act.
     """
     from a3c.agent import load_agent as load
-    return load(path, env_id, seed)
 
+    return load(path, env_id, seed)

@@ -44,19 +44,33 @@ WARMUP_FRACTION = 0.25
 def train_rate(repo: Path, steps: int, **options) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, repo, env=ENV, num_processes=PROCESSES, max_steps=steps, eval_episodes=0,
-                                  target_return="none", log_interval=steps // 20, print_interval=3600, **options)
+        command = trainer_command(
+            run_dir,
+            repo,
+            env=ENV,
+            num_processes=PROCESSES,
+            max_steps=steps,
+            eval_episodes=0,
+            target_return="none",
+            log_interval=steps // 20,
+            print_interval=3600,
+            **options,
+        )
         wall, output, _ = run_timed(command, timeout=600)
         if not (run_dir / "summary.json").exists():
             raise SystemExit(f"{repo}: the run failed:\n{output[-2000:]}")
-        return {"steady": steady_rate(run_dir, WARMUP_FRACTION * steps), "process_seconds": round(wall, 1),
-                "whole": read_summary(run_dir)["steps_per_second"]}
+        return {
+            "steady": steady_rate(run_dir, WARMUP_FRACTION * steps),
+            "process_seconds": round(wall, 1),
+            "whole": read_summary(run_dir)["steps_per_second"],
+        }
 
 
 def random_steps(kind: str, seconds: float) -> int:
     """Agent steps of Pong with random actions in `seconds`, ENVS envs in one process: ALE's vector env
     (kind "vector") or gymnasium's wrappers in a loop."""
     from a3c.envs.make import make_atari, make_atari_vector
+
     rng = np.random.default_rng(0)
     if kind == "vector":
         vector_env = make_atari_vector(ENV, ENVS, training=True)
@@ -72,6 +86,7 @@ def random_steps(kind: str, seconds: float) -> int:
                 _, _, terminated, truncated, _ = env.step(int(rng.integers(6)))
                 if terminated or truncated:
                     env.reset()
+
     steps, deadline = 0, time.monotonic() + seconds
     while time.monotonic() < deadline:
         step_all()
@@ -95,9 +110,11 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
     args = parser.parse_args()
     wide = {"envs_per_process": 16, "t_max": 5}
-    contenders = {"this checkout, preset (the LSTM, 4 envs x t-max 20)": (REPO, {}),
-                  "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
-                  "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide)}
+    contenders = {
+        "this checkout, preset (the LSTM, 4 envs x t-max 20)": (REPO, {}),
+        "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
+        "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide),
+    }
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
     info = environment()
@@ -110,15 +127,45 @@ def main() -> None:
 
     medians = {label: statistics.median(r["steady"] for r in rs) for label, rs in runs.items()}
     reference = medians[list(contenders)[-1]]
-    print(f"\n{ENV}, {PROCESSES} processes, steady env steps/s, median of {args.repeats}; {info['cores']} cores; "
-          f"frames/s = 4 x steps/s")
-    print_table(["contender", "steps/s", "frames/s", f"x {list(contenders)[-1].split(',')[0]}", "runs"],
-                [[label, f"{rate:,.0f}", f"{rate * FRAMES_PER_STEP:,.0f}", f"{rate / reference:.2f}",
-                  " ".join(f"{r['steady']:,.0f}" for r in runs[label])] for label, rate in medians.items()]
-                + [[f"env alone: {label}, {ENVS} envs x {info['cores']} processes", f"{rate:,.0f}",
-                    f"{rate * FRAMES_PER_STEP:,.0f}", "", ""] for label, rate in alone.items()])
-    save_json("atari", {**info, "env": ENV, "processes": PROCESSES, "steps": args.steps, "runs": runs,
-                        "medians": medians, "env_alone": alone})
+    print(
+        f"\n{ENV}, {PROCESSES} processes, steady env steps/s, median of {args.repeats}; {info['cores']} cores; "
+        f"frames/s = 4 x steps/s"
+    )
+    print_table(
+        ["contender", "steps/s", "frames/s", f"x {list(contenders)[-1].split(',')[0]}", "runs"],
+        [
+            [
+                label,
+                f"{rate:,.0f}",
+                f"{rate * FRAMES_PER_STEP:,.0f}",
+                f"{rate / reference:.2f}",
+                " ".join(f"{r['steady']:,.0f}" for r in runs[label]),
+            ]
+            for label, rate in medians.items()
+        ]
+        + [
+            [
+                f"env alone: {label}, {ENVS} envs x {info['cores']} processes",
+                f"{rate:,.0f}",
+                f"{rate * FRAMES_PER_STEP:,.0f}",
+                "",
+                "",
+            ]
+            for label, rate in alone.items()
+        ],
+    )
+    save_json(
+        "atari",
+        {
+            **info,
+            "env": ENV,
+            "processes": PROCESSES,
+            "steps": args.steps,
+            "runs": runs,
+            "medians": medians,
+            "env_alone": alone,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -32,17 +32,22 @@ SHAPE = ("core", "envs_per_process", "t_max", "lr")  # what --from-runs names a 
 
 
 def run_seed(seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
-    command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed,
-                              print_interval=60)
+    command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60)
     run_timed(command + options, timeout=60 * minutes)
 
 
 def curve(run_dir: Path, minutes: float) -> list[dict]:
     """metrics.csv's rows within the budget: env steps, seconds, return a life, policy entropy."""
     with open(run_dir / "metrics.csv", newline="") as file:
-        rows = [{"env_steps": int(row["env_steps"]), "seconds": float(row["wall_seconds"]),
-                 "return": float(row["mean_return"]), "entropy": float(row["entropy"])}
-                for row in csv.DictReader(file)]
+        rows = [
+            {
+                "env_steps": int(row["env_steps"]),
+                "seconds": float(row["wall_seconds"]),
+                "return": float(row["mean_return"]),
+                "entropy": float(row["entropy"]),
+            }
+            for row in csv.DictReader(file)
+        ]
     rows = [row for row in rows if row["seconds"] <= 60 * minutes]
     # the row the stop writes covers the few episodes since the last one: too few to compare
     return rows[:-1] if len(rows) > 1 and rows[-1]["env_steps"] - rows[-2]["env_steps"] < ROW_STEPS // 2 else rows
@@ -62,8 +67,12 @@ def plot(runs: dict[int, list[dict]], title: str):
         steps = [row["env_steps"] for row in rows]
         axes[0].plot(steps, [row["return"] for row in rows], label=f"seed {seed}")
         axes[1].plot(steps, [row["entropy"] for row in rows], label=f"seed {seed}")
-    axes[0].axhline(statistics.median(at_steps(rows, MARKS[0])["return"] for rows in runs.values()), color="grey",
-                    linestyle=":", label="median at 100k (random play)")
+    axes[0].axhline(
+        statistics.median(at_steps(rows, MARKS[0])["return"] for rows in runs.values()),
+        color="grey",
+        linestyle=":",
+        label="median at 100k (random play)",
+    )
     axes[0].set_ylabel("mean return of the training episodes of each 100k env steps (one life each)")
     axes[1].set_ylabel("policy entropy (ln 4 = 1.386: uniform)")
     for axis in axes:
@@ -79,9 +88,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget of one run, from launch")
-    parser.add_argument("--setting", action="append", metavar="NAME:OPTIONS",
-                        help="a name, a colon and trainer options on top of the preset, e.g. \"lstm:--core lstm\"; "
-                             "repeat for settings side by side (default: the preset alone, named preset)")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        metavar="NAME:OPTIONS",
+        help='a name, a colon and trainer options on top of the preset, e.g. "lstm:--core lstm"; '
+        "repeat for settings side by side (default: the preset alone, named preset)",
+    )
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--out", help="the results file's name, with one setting (default: atari_learn-NAME)")
     parser.add_argument("--runs-dir", type=Path, help="keep the run dirs here (default: a temporary folder)")
@@ -126,17 +139,29 @@ def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[
 def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float, info: dict, out: str | None) -> None:
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
     title = f"the Atari preset {options}".rstrip()
-    print(f"\n{ENV}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a "
-          "life of the training episodes of each row (random play: about 0.27)")
-    print_table(["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
-                [[seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
-                 for seed, rows in marks.items()])
+    print(
+        f"\n{ENV}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a "
+        "life of the training episodes of each row (random play: about 0.27)"
+    )
+    print_table(
+        ["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
+        [
+            [seed, *(f"{row['return']:.2f}" if row else "-" for row in rows), f"{rows[-1]['env_steps']:,}"]
+            for seed, rows in marks.items()
+        ],
+    )
     for n, mark in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
-        print(f"{mark}: median (range) {spread(values)} over {len(values)} seeds" if values
-              else f"{mark}: no seed got this far")
-    save_results(out or f"atari_learn-{name}", {**info, "env": ENV, "setting": name, "options": options,
-                                                "minutes": minutes, "runs": runs}, plot(runs, title))
+        print(
+            f"{mark}: median (range) {spread(values)} over {len(values)} seeds"
+            if values
+            else f"{mark}: no seed got this far"
+        )
+    save_results(
+        out or f"atari_learn-{name}",
+        {**info, "env": ENV, "setting": name, "options": options, "minutes": minutes, "runs": runs},
+        plot(runs, title),
+    )
 
 
 if __name__ == "__main__":

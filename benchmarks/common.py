@@ -39,8 +39,9 @@ def trainer_command(run_dir: Path, repo: Path = REPO, **options) -> list[str]:
 
 def start(command: list[str]) -> subprocess.Popen:
     """Start a process in its own session, so a stuck one can be ended with all its children."""
-    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float) -> tuple[str, bool]:
@@ -71,8 +72,20 @@ def run_timed(command: list[str], timeout: float) -> tuple[float, str, bool]:
 def run_sb3(env: str, algo: str, seed: int, timeout: float, target: float, eval_interval: float) -> tuple[float, dict]:
     """sb3_solve.py's whole-process seconds and its JSON line. A run stopped at the timeout prints how far it
     got; one killed outright prints nothing and counts as unsolved, without a curve."""
-    command = [PYTHON, str(REPO / "benchmarks" / "sb3_solve.py"), "--env", env, "--algo", algo, "--seed", str(seed),
-               "--target", str(target), "--eval-interval", str(eval_interval)]
+    command = [
+        PYTHON,
+        str(REPO / "benchmarks" / "sb3_solve.py"),
+        "--env",
+        env,
+        "--algo",
+        algo,
+        "--seed",
+        str(seed),
+        "--target",
+        str(target),
+        "--eval-interval",
+        str(eval_interval),
+    ]
     wall, output, _ = run_timed(command, timeout)
     lines = output.strip().splitlines()
     try:
@@ -103,9 +116,13 @@ def environment() -> dict:
             versions[package] = version(package)
         except PackageNotFoundError:
             versions[package] = None
-    return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "cores": os.cpu_count(), "python": sys.version.split()[0], "versions": versions,
-            "load_average_at_start": os.getloadavg()}
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": versions,
+        "load_average_at_start": os.getloadavg(),
+    }
 
 
 def print_table(headers: list[str], rows: list[list]) -> None:

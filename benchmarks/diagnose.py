@@ -50,20 +50,34 @@ def diagnose(path: Path, envs: int, steps: int, seed: int) -> dict:
         head, _, state = model(model.normalize(torch.as_tensor(obs, dtype=torch.float32)), state)
         probs = torch.softmax(head, dim=-1)
         entropies.append(-(probs * probs.clamp_min(1e-12).log()).sum(-1).mean().item())
-        obs, _, terminated, truncated, _ = vector_env.step(torch.multinomial(probs, 1, generator=generator)[:, 0].numpy())
+        obs, _, terminated, truncated, _ = vector_env.step(
+            torch.multinomial(probs, 1, generator=generator)[:, 0].numpy()
+        )
         starting = terminated | truncated
     vector_env.close()
-    found = network_diagnostics(model, torch.as_tensor(np.stack(seen), dtype=torch.float32),
-                                torch.from_numpy(np.stack(starts)), generator)
+    found = network_diagnostics(
+        model, torch.as_tensor(np.stack(seen), dtype=torch.float32), torch.from_numpy(np.stack(starts)), generator
+    )
     return {"env_steps": payload["env_steps"], **found, "entropy": float(np.mean(entropies))}
 
 
 def copies_of_a_run(options: str, every: float, folder: Path) -> list[Path]:
     """Train with `options`, copying last.pt every `every` seconds; the copies, in order."""
     run_dir = folder / "run"
-    process = subprocess.Popen([PYTHON, str(REPO / "main.py"), "--run-dir", str(run_dir), "--no-tensorboard",
-                                "--checkpoint-interval", str(every), *shlex.split(options)], cwd=REPO,
-                               stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            PYTHON,
+            str(REPO / "main.py"),
+            "--run-dir",
+            str(run_dir),
+            "--no-tensorboard",
+            "--checkpoint-interval",
+            str(every),
+            *shlex.split(options),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+    )
     copies = []
     while process.poll() is None:
         time.sleep(every)

@@ -40,9 +40,23 @@ CONTENDERS = {"confirmed (100 episodes)": {}, "--confirm-episodes 0": {"confirm_
 
 
 def held_out_mean(checkpoint: Path, seed: int) -> float:
-    output = subprocess.run([PYTHON, str(REPO / "main.py"), "evaluate", "--checkpoint", str(checkpoint),
-                             "--episodes", str(HOLDOUT_EPISODES), "--seed", str(HOLDOUT_SEED + seed)],
-                            cwd=REPO, capture_output=True, text=True, check=True).stdout
+    output = subprocess.run(
+        [
+            PYTHON,
+            str(REPO / "main.py"),
+            "evaluate",
+            "--checkpoint",
+            str(checkpoint),
+            "--episodes",
+            str(HOLDOUT_EPISODES),
+            "--seed",
+            str(HOLDOUT_SEED + seed),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return float(re.search(r"mean return (\S+)", output).group(1))
 
 
@@ -54,17 +68,24 @@ def run(env: str, seed: int, timeout: float, target: float, **options) -> dict:
         summary = read_summary(run_dir)
         best = run_dir / "checkpoints" / "best.pt"
         held_out = held_out_mean(best, seed) if best.exists() else None
-    return {"seed": seed, "solved": summary["solved"], "wall_seconds": round(wall, 2),
-            "solved_env_steps": summary["solved_env_steps"], "confirmed_return": summary.get("confirmed_return"),
-            "best_eval": summary["best_eval_return"], "held_out": held_out}
+    return {
+        "seed": seed,
+        "solved": summary["solved"],
+        "wall_seconds": round(wall, 2),
+        "solved_env_steps": summary["solved_env_steps"],
+        "confirmed_return": summary.get("confirmed_return"),
+        "best_eval": summary["best_eval_return"],
+        "held_out": held_out,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", choices=list(SUITES), help="repeat for several (default: all)")
     parser.add_argument("--seeds", type=int, default=None, help="default: the suite's (10, 5 for LunarLander)")
-    parser.add_argument("--contender", action="append", choices=list(CONTENDERS), help="repeat for several "
-                        "(default: both)")
+    parser.add_argument(
+        "--contender", action="append", choices=list(CONTENDERS), help="repeat for several (default: both)"
+    )
     parser.add_argument("--out", default="holdout", help="results name under benchmarks/results")
     args = parser.parse_args()
     info = environment()
@@ -77,18 +98,34 @@ def main() -> None:
             for name, options in contenders.items():
                 result = run(env, seed, suite.timeout, suite.target, **options)
                 results[env][name].append(result)
-                print(f"  {env} seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, best eval "
-                      f"{result['best_eval']}, best.pt on {HOLDOUT_EPISODES} new episodes {result['held_out']}",
-                      flush=True)
+                print(
+                    f"  {env} seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, best eval "
+                    f"{result['best_eval']}, best.pt on {HOLDOUT_EPISODES} new episodes {result['held_out']}",
+                    flush=True,
+                )
         for name, runs in results[env].items():
             held = [r["held_out"] for r in runs if r["held_out"] is not None]
             holds = sum(h >= suite.target for h in held)
-            rows.append([env, name, f"{sum(r['solved'] for r in runs)}/{len(runs)}",
-                         f"{statistics.median(held):.1f} ({min(held):.1f} to {max(held):.1f})" if held else "-",
-                         f"{holds}/{len(runs)}"])
+            rows.append(
+                [
+                    env,
+                    name,
+                    f"{sum(r['solved'] for r in runs)}/{len(runs)}",
+                    f"{statistics.median(held):.1f} ({min(held):.1f} to {max(held):.1f})" if held else "-",
+                    f"{holds}/{len(runs)}",
+                ]
+            )
     print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["env", "contender", "stopped solved", f"best.pt on {HOLDOUT_EPISODES} new episodes, median (range)",
-                 "held-out mean at the target"], rows)
+    print_table(
+        [
+            "env",
+            "contender",
+            "stopped solved",
+            f"best.pt on {HOLDOUT_EPISODES} new episodes, median (range)",
+            "held-out mean at the target",
+        ],
+        rows,
+    )
     save_json(args.out, {**info, "episodes": HOLDOUT_EPISODES, "results": results})
 
 

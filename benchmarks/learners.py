@@ -29,12 +29,15 @@ def plot(rows: list[dict], envs: list[int], ceiling: float):
     figure, axes = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / len(NETWORKS)
     for i, name in enumerate(NETWORKS):
-        rates = [next(r["steady_median"] for r in rows if r["network"] == name and r["envs_per_process"] == e)
-                 for e in envs]
+        rates = [
+            next(r["steady_median"] for r in rows if r["network"] == name and r["envs_per_process"] == e) for e in envs
+        ]
         axes.bar([x + i * width for x in range(len(envs))], rates, width, label=name)
     axes.axhline(ceiling, color="grey", linestyle="--", label="env-only ceiling (vectorised)")
-    axes.set_xticks([x + width * (len(NETWORKS) - 1) / 2 for x in range(len(envs))],
-                    labels=[f"{PROCESSES} x {e} envs" for e in envs])
+    axes.set_xticks(
+        [x + width * (len(NETWORKS) - 1) / 2 for x in range(len(envs))],
+        labels=[f"{PROCESSES} x {e} envs" for e in envs],
+    )
     axes.set_yscale("log")
     axes.set_ylabel("env steps / s (steady state, median)")
     axes.set_title(f"numpy learner against autograd, CartPole-v1, {os.cpu_count()} cores")
@@ -59,18 +62,32 @@ def main() -> None:
             rows.append({"network": name, **measure_cell(PROCESSES, envs, max_steps, args.repeats, **options)})
     ceiling = env_ceiling(max(args.envs), args.seconds / 2)
 
-    print(f"\nCartPole-v1 env steps/s, {PROCESSES} processes, median of {args.repeats}; {info['cores']} cores, "
-          f"load average at start {info['load_average_at_start'][0]:.2f}")
+    print(
+        f"\nCartPole-v1 env steps/s, {PROCESSES} processes, median of {args.repeats}; {info['cores']} cores, "
+        f"load average at start {info['load_average_at_start'][0]:.2f}"
+    )
     table = []
     for row in rows:
-        numpy_rate = next(r["steady_median"] for r in rows
-                          if r["network"] == "LSTM 64, numpy" and r["envs_per_process"] == row["envs_per_process"])
-        table.append([f"{PROCESSES} x {row['envs_per_process']}", row["network"], f"{row['steady_median']:,.0f}",
-                      f"{row['steady_median'] / numpy_rate:.2f}"])
+        numpy_rate = next(
+            r["steady_median"]
+            for r in rows
+            if r["network"] == "LSTM 64, numpy" and r["envs_per_process"] == row["envs_per_process"]
+        )
+        table.append(
+            [
+                f"{PROCESSES} x {row['envs_per_process']}",
+                row["network"],
+                f"{row['steady_median']:,.0f}",
+                f"{row['steady_median'] / numpy_rate:.2f}",
+            ]
+        )
     table.append(["", f"env-only ceiling, vectorised {max(args.envs)} envs/process", f"{ceiling:,.0f}", ""])
     print_table(["cell", "network, learner", "steady steps/s", "/ LSTM numpy"], table)
-    save_results("learners", {**info, "repeats": args.repeats, "target_seconds": args.seconds, "cells": rows,
-                              "ceiling_vectorised": ceiling}, plot(rows, args.envs, ceiling))
+    save_results(
+        "learners",
+        {**info, "repeats": args.repeats, "target_seconds": args.seconds, "cells": rows, "ceiling_vectorised": ceiling},
+        plot(rows, args.envs, ceiling),
+    )
 
 
 if __name__ == "__main__":

@@ -42,27 +42,65 @@ EVAL_INTERVAL = 30.0  # seconds between the greedy evaluations of a curve, for b
 def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = REPO) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, repo, env=f"MinAtar/{game}-v1", num_processes=8, seed=seed,
-                                  eval_interval=EVAL_INTERVAL, eval_episodes=5) + ["--no-tensorboard"] + options
+        command = (
+            trainer_command(
+                run_dir,
+                repo,
+                env=f"MinAtar/{game}-v1",
+                num_processes=8,
+                seed=seed,
+                eval_interval=EVAL_INTERVAL,
+                eval_episodes=5,
+            )
+            + ["--no-tensorboard"]
+            + options
+        )
         run_timed(command, timeout=seconds)
         summary = read_summary(run_dir)
         with open(run_dir / "eval.csv") as file:
-            curve = [(int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
-                     for row in csv.DictReader(file)]
-        _, output, _ = run_timed([PYTHON, str(repo / "main.py"), "evaluate", "--checkpoint",
-                                  str(run_dir / "checkpoints" / "last.pt"), "--episodes", str(FINAL_EPISODES),
-                                  "--seed", str(FINAL_SEED)], timeout=600)
+            curve = [
+                (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
+                for row in csv.DictReader(file)
+            ]
+        _, output, _ = run_timed(
+            [
+                PYTHON,
+                str(repo / "main.py"),
+                "evaluate",
+                "--checkpoint",
+                str(run_dir / "checkpoints" / "last.pt"),
+                "--episodes",
+                str(FINAL_EPISODES),
+                "--seed",
+                str(FINAL_SEED),
+            ],
+            timeout=600,
+        )
     final = float(re.search(r"mean return (-?[\d.]+)", output).group(1))
     return {"seed": seed, "final_return": final, "env_steps": summary["env_steps"], "curve": curve}
 
 
 def sb3(game: str, seed: int, seconds: float) -> dict:
-    command = [PYTHON, str(REPO / "benchmarks" / "sb3_minatar.py"), "--env", f"MinAtar/{game}-v1", "--seed",
-               str(seed), "--seconds", str(seconds), "--eval-interval", str(EVAL_INTERVAL)]
+    command = [
+        PYTHON,
+        str(REPO / "benchmarks" / "sb3_minatar.py"),
+        "--env",
+        f"MinAtar/{game}-v1",
+        "--seed",
+        str(seed),
+        "--seconds",
+        str(seconds),
+        "--eval-interval",
+        str(EVAL_INTERVAL),
+    ]
     _, output, _ = run_timed(command, timeout=seconds + 600)
     result = json.loads(output.strip().splitlines()[-1])
-    return {"seed": seed, "final_return": statistics.fmean(result["final_returns"]),
-            "env_steps": result["env_steps"], "curve": [tuple(point) for point in result["curve"]]}
+    return {
+        "seed": seed,
+        "final_return": statistics.fmean(result["final_returns"]),
+        "env_steps": result["env_steps"],
+        "curve": [tuple(point) for point in result["curve"]],
+    }
 
 
 def spread(runs: list[dict], key: str, fmt: str) -> str:
@@ -97,19 +135,30 @@ def main() -> None:
     parser.add_argument("--game", action="append", help="Breakout, SpaceInvaders, ... (repeatable; default both)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--minutes", type=float, default=3.0, help="wall-clock budget of one run, from launch")
-    parser.add_argument("--setting", action="append", default=[],
-                        help='"name:options" for ours instead of the preset alone (repeatable)')
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        help='"name:options" for ours instead of the preset alone (repeatable)',
+    )
     parser.add_argument("--no-sb3", action="store_true", help="ours only (a sweep of settings)")
-    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
-                        help="also another checkout's preset (git worktree add /tmp/old <commit>), side by side")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also another checkout's preset (git worktree add /tmp/old <commit>), side by side",
+    )
     parser.add_argument("--out", default="minatar", help="results file name under benchmarks/results")
     args = parser.parse_args()
     games = args.game or ["Breakout", "SpaceInvaders"]
-    settings = {name: (shlex.split(options), REPO) for name, options in
-                (dict(setting.split(":", 1) for setting in args.setting) or {"ours (preset)": ""}).items()}
+    settings = {
+        name: (shlex.split(options), REPO)
+        for name, options in (dict(setting.split(":", 1) for setting in args.setting) or {"ours (preset)": ""}).items()
+    }
     if args.baseline:
-        settings |= {f"{name}, {args.baseline}": (options, args.baseline.resolve())
-                     for name, (options, _) in settings.items()}
+        settings |= {
+            f"{name}, {args.baseline}": (options, args.baseline.resolve()) for name, (options, _) in settings.items()
+        }
     seconds = 60 * args.minutes
     info = environment()
     results: dict = {}
@@ -120,15 +169,27 @@ def main() -> None:
                 results[game][name].append(ours(game, seed, seconds, options, repo))
             if not args.no_sb3:
                 results[game]["SB3 PPO"].append(sb3(game, seed, seconds))
-    print(f"\nMinAtar, {args.minutes:g} minutes a run, seeds 0-{args.seeds - 1}; {info['cores']} cores, load average at "
-          f"start {info['load_average_at_start'][0]:.2f}; final greedy return over {FINAL_EPISODES} episodes, "
-          "median (range)")
-    print_table(["game", "contender", "final return", "env steps"],
-                [[game, name, spread(runs, "final_return", ".2f"), spread(runs, "env_steps", ",.0f")]
-                 for game, contenders in results.items() for name, runs in contenders.items()])
-    recorded = {name: {"options": shlex.join(options), "checkout": str(repo)} for name, (options, repo) in settings.items()}
-    save_results(args.out, {**info, "minutes": args.minutes, "seeds": args.seeds, "settings": recorded,
-                            "results": results}, plot(results))
+    print(
+        f"\nMinAtar, {args.minutes:g} minutes a run, seeds 0-{args.seeds - 1}; {info['cores']} cores, load average at "
+        f"start {info['load_average_at_start'][0]:.2f}; final greedy return over {FINAL_EPISODES} episodes, "
+        "median (range)"
+    )
+    print_table(
+        ["game", "contender", "final return", "env steps"],
+        [
+            [game, name, spread(runs, "final_return", ".2f"), spread(runs, "env_steps", ",.0f")]
+            for game, contenders in results.items()
+            for name, runs in contenders.items()
+        ],
+    )
+    recorded = {
+        name: {"options": shlex.join(options), "checkout": str(repo)} for name, (options, repo) in settings.items()
+    }
+    save_results(
+        args.out,
+        {**info, "minutes": args.minutes, "seeds": args.seeds, "settings": recorded, "results": results},
+        plot(results),
+    )
 
 
 if __name__ == "__main__":

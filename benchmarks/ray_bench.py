@@ -108,22 +108,36 @@ def steady_rates(run_dir: Path) -> dict:
         rows = [(float(r["wall_seconds"]), int(r["env_steps"]), int(r["updates"])) for r in csv.DictReader(file)]
     window = [row for row in rows[:-1] if row[0] >= rows[0][0] + WARMUP_SECONDS]
     (wall0, steps0, updates0), (wall1, steps1, updates1) = window[0], window[-1]
-    return {"env_steps_per_second": (steps1 - steps0) / (wall1 - wall0),
-            "updates_per_second": (updates1 - updates0) / (wall1 - wall0)}
+    return {
+        "env_steps_per_second": (steps1 - steps0) / (wall1 - wall0),
+        "updates_per_second": (updates1 - updates0) / (wall1 - wall0),
+    }
 
 
 def train_for(seconds: float, **backend) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         options = dict(DEFAULTS_WITHOUT_PRESET, envs_per_process=ENVS)  # the pipeline, not CartPole's preset
-        command = trainer_command(run_dir, env=ENV, num_processes=WORKERS, max_steps=10**9, target_return="none",
-                                  eval_episodes=0, log_interval=2000, print_interval=3600, **options,
-                                  **backend) + ["--no-tensorboard"]
+        command = trainer_command(
+            run_dir,
+            env=ENV,
+            num_processes=WORKERS,
+            max_steps=10**9,
+            target_return="none",
+            eval_episodes=0,
+            log_interval=2000,
+            print_interval=3600,
+            **options,
+            **backend,
+        ) + ["--no-tensorboard"]
         run_timed(command, timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
         summary = read_summary(run_dir)
-        return {**steady_rates(run_dir), "stop_reason": summary["stop_reason"],
-                "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
-                "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"]}
+        return {
+            **steady_rates(run_dir),
+            "stop_reason": summary["stop_reason"],
+            "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
+            "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"],
+        }
 
 
 def solve(seed: int, timeout: float, **backend) -> dict:
@@ -131,17 +145,22 @@ def solve(seed: int, timeout: float, **backend) -> dict:
         run_dir = Path(tmp) / "run"
         wall, _, _ = run_timed(trainer_command(run_dir, env=ENV, seed=seed, **backend) + ["--no-tensorboard"], timeout)
         summary = read_summary(run_dir)
-    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"],
-            "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
-            "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"]}
+    return {
+        "solved": summary["solved"],
+        "wall_seconds": wall,
+        "env_steps": summary["solved_env_steps"],
+        "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
+        "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"],
+    }
 
 
 def median_of(runs: list[dict], key: str) -> float:
     return statistics.median(run[key] for run in runs)
 
 
-def scaling(node_rate: float, updates_per_step: float, sync_interval: int, exchanges: float, messages: float,
-            sync_bytes: int) -> list[dict]:
+def scaling(
+    node_rate: float, updates_per_step: float, sync_interval: int, exchanges: float, messages: float, sync_bytes: int
+) -> list[dict]:
     """Predicted cluster rate by node count: nodes x one node's rate until the global model (one shard) or
     the trainer's metrics writer saturates."""
     rows = []
@@ -150,24 +169,37 @@ def scaling(node_rate: float, updates_per_step: float, sync_interval: int, excha
         syncs = wanted * updates_per_step / sync_interval  # exchanges/s the groups ask of the global model
         load = {"global model": syncs / exchanges, "trainer": wanted * updates_per_step / messages}
         limit = max(load.values())
-        rows.append({"nodes": nodes, "env_steps_per_second": wanted / max(1.0, limit),
-                     "global_model_load": load["global model"], "trainer_load": load["trainer"],
-                     "limited_by": max(load, key=load.get) if limit > 1 else "-",
-                     "megabytes_per_second_per_node": node_rate * updates_per_step / sync_interval * sync_bytes / 1e6})
+        rows.append(
+            {
+                "nodes": nodes,
+                "env_steps_per_second": wanted / max(1.0, limit),
+                "global_model_load": load["global model"],
+                "trainer_load": load["trainer"],
+                "limited_by": max(load, key=load.get) if limit > 1 else "-",
+                "megabytes_per_second_per_node": node_rate * updates_per_step / sync_interval * sync_bytes / 1e6,
+            }
+        )
     return rows
 
 
 def plot(results: dict):
     figure, (rates, model) = plt.subplots(1, 2, figsize=(11, 4))
-    rates.bar(["env alone\n(random actions)", "--backend local", "--backend ray\n1 node group"],
-              [results["env_alone_steps_per_second"], results["local_env_steps_per_second"],
-               results["ray_env_steps_per_second"]], color=["grey", "C2", "C1"])
+    rates.bar(
+        ["env alone\n(random actions)", "--backend local", "--backend ray\n1 node group"],
+        [
+            results["env_alone_steps_per_second"],
+            results["local_env_steps_per_second"],
+            results["ray_env_steps_per_second"],
+        ],
+        color=["grey", "C2", "C1"],
+    )
     rates.set_ylabel("env steps / s (median)")
     rates.set_title(f"{WORKERS} workers x {ENVS} envs, {os.cpu_count()} cores", fontsize=9)
     nodes = [row["nodes"] for row in results["scaling"]]
     model.loglog(nodes, [row["env_steps_per_second"] for row in results["scaling"]], "o-", label="predicted")
-    model.loglog(nodes, [n * results["ray_env_steps_per_second"] for n in nodes], ":", color="grey",
-                 label="nodes x one node")
+    model.loglog(
+        nodes, [n * results["ray_env_steps_per_second"] for n in nodes], ":", color="grey", label="nodes x one node"
+    )
     model.set_xlabel("nodes")
     model.set_ylabel("env steps / s")
     model.set_title(f"scaling model, --sync-interval {results['model_sync_interval']}", fontsize=9)
@@ -181,8 +213,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=15.0, help="length of one throughput run, start-up included")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--sync-interval", type=int, action="append", help="for the learning runs (repeatable; "
-                        "default: the trainer's default)")
+    parser.add_argument(
+        "--sync-interval",
+        type=int,
+        action="append",
+        help="for the learning runs (repeatable; default: the trainer's default)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a learning run may take")
     args = parser.parse_args()
     intervals = args.sync_interval or [Config().sync_interval]
@@ -193,9 +229,13 @@ def main() -> None:
     cluster = connect(config)
     address = dict(backend="ray", ray_address=cluster.address)
     try:
-        capacity = {f"{params}x{pushers}": statistics.median(exchanges_per_second(params, pushers, 3.0)
-                                                              for _ in range(args.repeats))
-                    for params in (size, LARGE_MODEL) for pushers in (1, 2)}
+        capacity = {
+            f"{params}x{pushers}": statistics.median(
+                exchanges_per_second(params, pushers, 3.0) for _ in range(args.repeats)
+            )
+            for params in (size, LARGE_MODEL)
+            for pushers in (1, 2)
+        }
         local, ray_runs = [], []
         for _ in range(args.repeats):  # interleaved, so machine noise hits both alike
             local.append(train_for(args.seconds))
@@ -204,7 +244,8 @@ def main() -> None:
         for interval in intervals:
             learning[f"ray, 2 groups x 1 worker, --sync-interval {interval}"] = [
                 solve(seed, args.timeout, num_processes=1, nodes=2, sync_interval=interval, **address)
-                for seed in range(args.seeds)]
+                for seed in range(args.seeds)
+            ]
     finally:
         cluster.disconnect()
     messages = messages_per_second()
@@ -213,53 +254,121 @@ def main() -> None:
     small, large = 1 / capacity[f"{size}x1"], 1 / capacity[f"{LARGE_MODEL}x1"]
     per_byte = (large - small) / (8 * (LARGE_MODEL - size))  # a delta in, the weights out: 8 bytes a parameter
     results = {
-        "env_alone_steps_per_second": env_alone, "model_parameters": size, "capacity": capacity,
-        "call_ms": 1000 * (small - per_byte * 8 * size), "ms_per_megabyte": 1000 * per_byte * 1e6,
+        "env_alone_steps_per_second": env_alone,
+        "model_parameters": size,
+        "capacity": capacity,
+        "call_ms": 1000 * (small - per_byte * 8 * size),
+        "ms_per_megabyte": 1000 * per_byte * 1e6,
         "trainer_messages_per_second": messages,
         "local_env_steps_per_second": median_of(local, "env_steps_per_second"),
         "ray_env_steps_per_second": median_of(ray_runs, "env_steps_per_second"),
         "ray_updates_per_1000_steps": median_of(ray_runs, "updates_per_1000_steps"),
         "ray_calls_per_1000_steps": median_of(ray_runs, "calls_per_1000_steps"),
-        "learning": learning, "model_sync_interval": Config().sync_interval,
+        "learning": learning,
+        "model_sync_interval": Config().sync_interval,
     }
     results["ray_over_local"] = results["ray_env_steps_per_second"] / results["local_env_steps_per_second"]
-    results["scaling"] = scaling(results["ray_env_steps_per_second"], results["ray_updates_per_1000_steps"] / 1000,
-                                 Config().sync_interval, capacity[f"{size}x1"], messages, 8 * size)
+    results["scaling"] = scaling(
+        results["ray_env_steps_per_second"],
+        results["ray_updates_per_1000_steps"] / 1000,
+        Config().sync_interval,
+        capacity[f"{size}x1"],
+        messages,
+        8 * size,
+    )
 
-    print(f"\n{ENV}; {info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}; "
-          f"env alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
+    print(
+        f"\n{ENV}; {info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}; "
+        f"env alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s"
+    )
     print(f"\nThroughput, {WORKERS} workers x {ENVS} envs, median of {args.repeats}:")
-    print_table(["backend", "env steps/s", "x local", "updates / 1000 steps", "global-model calls / 1000 steps"], [
-        ["local", f"{results['local_env_steps_per_second']:,.0f}", "1.00",
-         f"{median_of(local, 'updates_per_1000_steps'):.1f}", ""],
-        ["ray, 1 node group", f"{results['ray_env_steps_per_second']:,.0f}", f"{results['ray_over_local']:.2f}",
-         f"{results['ray_updates_per_1000_steps']:.1f}", f"{results['ray_calls_per_1000_steps']:.2f}"]])
+    print_table(
+        ["backend", "env steps/s", "x local", "updates / 1000 steps", "global-model calls / 1000 steps"],
+        [
+            [
+                "local",
+                f"{results['local_env_steps_per_second']:,.0f}",
+                "1.00",
+                f"{median_of(local, 'updates_per_1000_steps'):.1f}",
+                "",
+            ],
+            [
+                "ray, 1 node group",
+                f"{results['ray_env_steps_per_second']:,.0f}",
+                f"{results['ray_over_local']:.2f}",
+                f"{results['ray_updates_per_1000_steps']:.1f}",
+                f"{results['ray_calls_per_1000_steps']:.2f}",
+            ],
+        ],
+    )
     print(f"\nGlobal model, one shard, exchanges/s (median of {args.repeats}):")
-    print_table(["parameters", "1 pusher", "2 pushers"],
-                [[f"{params:,}", f"{capacity[f'{params}x1']:,.0f}", f"{capacity[f'{params}x2']:,.0f}"]
-                 for params in (size, LARGE_MODEL)])
-    print(f"a call costs {results['call_ms']:.2f} ms plus {results['ms_per_megabyte']:.2f} ms per MB moved; "
-          f"the trainer's metrics writer handles {messages:,.0f} update messages/s")
+    print_table(
+        ["parameters", "1 pusher", "2 pushers"],
+        [
+            [f"{params:,}", f"{capacity[f'{params}x1']:,.0f}", f"{capacity[f'{params}x2']:,.0f}"]
+            for params in (size, LARGE_MODEL)
+        ],
+    )
+    print(
+        f"a call costs {results['call_ms']:.2f} ms plus {results['ms_per_megabyte']:.2f} ms per MB moved; "
+        f"the trainer's metrics writer handles {messages:,.0f} update messages/s"
+    )
     print(f"\nLearning, CartPole-v1 preset, seeds 0-{args.seeds - 1} (median (range)):")
     rows = []
     for name, runs in learning.items():
         steps, seconds = spread(runs, "env_steps"), spread(runs, "wall_seconds")
         calls = median_of(runs, "calls_per_1000_steps")
         updates = median_of(runs, "updates_per_1000_steps")
-        rows.append([name, f"{sum(run['solved'] for run in runs)}/{len(runs)}",
-                     f"{show(steps['median'], ',.0f')} ({show(steps['min'], ',.0f')}-{show(steps['max'], ',.0f')})",
-                     f"{show(seconds['median'], '.1f')} ({show(seconds['min'], '.1f')}-{show(seconds['max'], '.1f')})",
-                     f"{updates:.1f}", f"{calls:.2f}" if calls else "", f"{updates / calls:.0f}x" if calls else ""])
-    print_table(["contender", "solved", "env steps to solve", "seconds", "updates / 1000 steps",
-                 "global calls / 1000 steps", "fewer calls"], rows)
+        rows.append(
+            [
+                name,
+                f"{sum(run['solved'] for run in runs)}/{len(runs)}",
+                f"{show(steps['median'], ',.0f')} ({show(steps['min'], ',.0f')}-{show(steps['max'], ',.0f')})",
+                f"{show(seconds['median'], '.1f')} ({show(seconds['min'], '.1f')}-{show(seconds['max'], '.1f')})",
+                f"{updates:.1f}",
+                f"{calls:.2f}" if calls else "",
+                f"{updates / calls:.0f}x" if calls else "",
+            ]
+        )
+    print_table(
+        [
+            "contender",
+            "solved",
+            "env steps to solve",
+            "seconds",
+            "updates / 1000 steps",
+            "global calls / 1000 steps",
+            "fewer calls",
+        ],
+        rows,
+    )
     print(f"\nScaling model (--sync-interval {Config().sync_interval}, one shard, one node = the ray row above):")
-    print_table(["nodes", "env steps/s", "global-model load", "trainer load", "limited by", "MB/s per node"],
-                [[row["nodes"], f"{row['env_steps_per_second']:,.0f}", f"{row['global_model_load']:.2f}",
-                  f"{row['trainer_load']:.2f}", row["limited_by"], f"{row['megabytes_per_second_per_node']:.2f}"]
-                 for row in results["scaling"]])
-    data = {**info, "env": ENV, "workers": WORKERS, "envs_per_process": ENVS, "repeats": args.repeats,
-            "seconds": args.seconds, "seeds": args.seeds, "ray_version": ray.__version__, **results,
-            "runs": {"local": local, "ray": ray_runs}}
+    print_table(
+        ["nodes", "env steps/s", "global-model load", "trainer load", "limited by", "MB/s per node"],
+        [
+            [
+                row["nodes"],
+                f"{row['env_steps_per_second']:,.0f}",
+                f"{row['global_model_load']:.2f}",
+                f"{row['trainer_load']:.2f}",
+                row["limited_by"],
+                f"{row['megabytes_per_second_per_node']:.2f}",
+            ]
+            for row in results["scaling"]
+        ],
+    )
+    data = {
+        **info,
+        "env": ENV,
+        "workers": WORKERS,
+        "envs_per_process": ENVS,
+        "repeats": args.repeats,
+        "seconds": args.seconds,
+        "seeds": args.seeds,
+        "ray_version": ray.__version__,
+        **results,
+        "runs": {"local": local, "ray": ray_runs},
+    }
     save_results("ray", data, plot(results))
 
 

@@ -39,9 +39,13 @@ class SmallConv(BaseFeaturesExtractor):
     def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 128):
         super().__init__(observation_space, features_dim)
         channels, height, width = observation_space.shape
-        self.body = torch.nn.Sequential(torch.nn.Conv2d(channels, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                        torch.nn.Linear(16 * (height - 2) * (width - 2), features_dim),
-                                        torch.nn.ReLU())
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(channels, 16, 3),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(16 * (height - 2) * (width - 2), features_dim),
+            torch.nn.ReLU(),
+        )
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return self.body(observations / 255.0)
@@ -82,19 +86,42 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = PPO("CnnPolicy", envs(args.env, 8, args.seed), n_steps=128, batch_size=256, n_epochs=4,
-                learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, vf_coef=0.5, gamma=0.99, gae_lambda=0.95,
-                seed=args.seed, device="cpu",
-                policy_kwargs=dict(features_extractor_class=SmallConv, normalize_images=False))
+    model = PPO(
+        "CnnPolicy",
+        envs(args.env, 8, args.seed),
+        n_steps=128,
+        batch_size=256,
+        n_epochs=4,
+        learning_rate=2.5e-4,
+        clip_range=0.1,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        gamma=0.99,
+        gae_lambda=0.95,
+        seed=args.seed,
+        device="cpu",
+        policy_kwargs=dict(features_extractor_class=SmallConv, normalize_images=False),
+    )
     eval_env = envs(args.env, args.eval_episodes, args.seed + 10_000)
     callback = Budget(eval_env, args.eval_episodes, args.eval_interval, START + args.seconds)
     model.learn(total_timesteps=10**10, callback=callback)
     final_env = envs(args.env, FINAL_EPISODES, args.seed + 20_000)
-    returns, _ = evaluate_policy(model, final_env, n_eval_episodes=FINAL_EPISODES, deterministic=True,
-                                 return_episode_rewards=True)
-    print(json.dumps({"env": args.env, "seed": args.seed, "env_steps": model.num_timesteps,
-                      "seconds": round(time.monotonic() - START, 3), "threads": torch.get_num_threads(),
-                      "final_returns": [float(r) for r in returns], "curve": callback.curve}))
+    returns, _ = evaluate_policy(
+        model, final_env, n_eval_episodes=FINAL_EPISODES, deterministic=True, return_episode_rewards=True
+    )
+    print(
+        json.dumps(
+            {
+                "env": args.env,
+                "seed": args.seed,
+                "env_steps": model.num_timesteps,
+                "seconds": round(time.monotonic() - START, 3),
+                "threads": torch.get_num_threads(),
+                "final_returns": [float(r) for r in returns],
+                "curve": callback.curve,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ and rewards); the evaluation env shares the observation statistics, frozen. Ever
 seconds of wall-clock (counted from the end of the previous evaluation, as our evaluator does) the
 deterministic policy plays --eval-episodes episodes on separate envs, stepped together; training
 stops when their mean reaches --target and the mean of --confirm-episodes new episodes is at the
-target with 90% confidence, as our trainer's evaluator decides (a3c.parallel.evaluation.confirms). Prints one JSON line: solved, env_steps, seconds, the learning curve (env
-steps, seconds, greedy mean return at each evaluation) and the confirmations.
+target with 90% confidence, as our trainer's evaluator decides (a3c.parallel.evaluation.confirms).
+Prints one JSON line: solved, env_steps, seconds, the learning curve (env steps, seconds, greedy mean
+return at each evaluation) and the confirmations.
 """
 
 from __future__ import annotations
@@ -39,24 +40,74 @@ def linear(start: float):
 # the Zoo's LunarLander-v2 entry (v3 only fixed bugs of the simulation).
 ZOO = {
     ("CartPole-v1", "a2c"): (8, 500_000, False, dict(ent_coef=0.0)),
-    ("CartPole-v1", "ppo"): (8, 100_000, False, dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
-                                                     n_epochs=20, ent_coef=0.0, learning_rate=linear(0.001),
-                                                     clip_range=linear(0.2))),
+    ("CartPole-v1", "ppo"): (
+        8,
+        100_000,
+        False,
+        dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=linear(0.001),
+            clip_range=linear(0.2),
+        ),
+    ),
     ("Acrobot-v1", "a2c"): (16, 500_000, True, dict(ent_coef=0.0)),
-    ("Acrobot-v1", "ppo"): (16, 1_000_000, True, dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4,
-                                                      ent_coef=0.0)),
-    ("LunarLander-v3", "a2c"): (8, 200_000, False, dict(gamma=0.995, n_steps=5, learning_rate=linear(0.00083),
-                                                        ent_coef=0.00001)),
-    ("LunarLander-v3", "ppo"): (16, 1_000_000, False, dict(n_steps=1024, batch_size=64, gae_lambda=0.98,
-                                                           gamma=0.999, n_epochs=4, ent_coef=0.01)),
-    ("Pendulum-v1", "a2c"): (8, 1_000_000, True, dict(ent_coef=0.0, max_grad_norm=0.5, n_steps=8, gae_lambda=0.9,
-                                                      vf_coef=0.4, gamma=0.9, use_rms_prop=True,
-                                                      normalize_advantage=False, learning_rate=linear(7e-4),
-                                                      use_sde=True,
-                                                      policy_kwargs=dict(log_std_init=-2, ortho_init=False))),
-    ("Pendulum-v1", "ppo"): (4, 100_000, False, dict(n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10,
-                                                     ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, use_sde=True,
-                                                     sde_sample_freq=4)),
+    ("Acrobot-v1", "ppo"): (
+        16,
+        1_000_000,
+        True,
+        dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
+    ),
+    ("LunarLander-v3", "a2c"): (
+        8,
+        200_000,
+        False,
+        dict(gamma=0.995, n_steps=5, learning_rate=linear(0.00083), ent_coef=0.00001),
+    ),
+    ("LunarLander-v3", "ppo"): (
+        16,
+        1_000_000,
+        False,
+        dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01),
+    ),
+    ("Pendulum-v1", "a2c"): (
+        8,
+        1_000_000,
+        True,
+        dict(
+            ent_coef=0.0,
+            max_grad_norm=0.5,
+            n_steps=8,
+            gae_lambda=0.9,
+            vf_coef=0.4,
+            gamma=0.9,
+            use_rms_prop=True,
+            normalize_advantage=False,
+            learning_rate=linear(7e-4),
+            use_sde=True,
+            policy_kwargs=dict(log_std_init=-2, ortho_init=False),
+        ),
+    ),
+    ("Pendulum-v1", "ppo"): (
+        4,
+        100_000,
+        False,
+        dict(
+            n_steps=1024,
+            gae_lambda=0.95,
+            gamma=0.9,
+            n_epochs=10,
+            ent_coef=0.0,
+            learning_rate=1e-3,
+            clip_range=0.2,
+            use_sde=True,
+            sde_sample_freq=4,
+        ),
+    ),
 }
 ALGOS = {"a2c": A2C, "ppo": PPO}
 
@@ -84,8 +135,13 @@ class SolvedCallback(BaseCallback):
     def confirmed(self) -> bool:
         if not self.confirm_episodes:
             return True
-        returns, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.confirm_episodes,
-                                     deterministic=True, return_episode_rewards=True)
+        returns, _ = evaluate_policy(
+            self.model,
+            self.eval_env,
+            n_eval_episodes=self.confirm_episodes,
+            deterministic=True,
+            return_episode_rewards=True,
+        )
         self.confirmations.append((self.num_timesteps, float(np.mean(returns))))
         self.next_eval = time.monotonic() + self.interval
         return confirms(returns, self.target)
@@ -115,8 +171,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--eval-interval", type=float, default=0.5)
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--confirm-episodes", type=int, default=100,
-                        help="new episodes that must confirm an evaluation at the target (0: none)")
+    parser.add_argument(
+        "--confirm-episodes",
+        type=int,
+        default=100,
+        help="new episodes that must confirm an evaluation at the target (0: none)",
+    )
     args = parser.parse_args()
 
     if args.threads:
@@ -132,11 +192,22 @@ def main() -> None:
         pass
     if callback.solved_at is None:
         callback.evaluate()  # the final greedy return, at the end of the budget
-    print(json.dumps({"env": args.env, "algo": args.algo, "seed": args.seed, "solved": callback.solved_at is not None,
-                      "env_steps": callback.solved_at if callback.solved_at is not None else model.num_timesteps,
-                      "seconds": round(time.monotonic() - START, 3), "threads": torch.get_num_threads(),
-                      "final_eval": callback.curve[-1][2], "curve": callback.curve,
-                      "confirmations": callback.confirmations}))
+    print(
+        json.dumps(
+            {
+                "env": args.env,
+                "algo": args.algo,
+                "seed": args.seed,
+                "solved": callback.solved_at is not None,
+                "env_steps": callback.solved_at if callback.solved_at is not None else model.num_timesteps,
+                "seconds": round(time.monotonic() - START, 3),
+                "threads": torch.get_num_threads(),
+                "final_eval": callback.curve[-1][2],
+                "curve": callback.curve,
+                "confirmations": callback.confirmations,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

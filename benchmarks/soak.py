@@ -102,8 +102,16 @@ def main() -> None:
     ceiling = env_ceiling(1, 3.0)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        process = start(trainer_command(run_dir, env=ENV, num_processes=args.processes, target_return="none",
-                                        max_steps=10**12, print_interval=3600))
+        process = start(
+            trainer_command(
+                run_dir,
+                env=ENV,
+                num_processes=args.processes,
+                target_return="none",
+                max_steps=10**12,
+                print_interval=3600,
+            )
+        )
         started = time.monotonic()
         samples, previous = [], None
         for minute in range(1, args.minutes + 1):
@@ -116,36 +124,73 @@ def main() -> None:
             # of the cores is left to the workers
             evals = evaluations_between(run_dir, previous[1] if previous else 0.0, row[1] if row else 0.0)
             eval_return = statistics.fmean(evals) if evals else float("nan")
-            samples.append({"minute": minute, "steps_per_second": rate, "env_steps": row and row[0], "pss": pss,
-                            "eval_mean_return": eval_return, "evaluations": len(evals)})
-            print(f"  minute {minute}: {rate:,.0f} steps/s, PSS {sum(pss.values()):,.0f} MB "
-                  f"over {len(pss)} processes, {len(evals)} evaluations, mean return {eval_return:.0f}", flush=True)
+            samples.append(
+                {
+                    "minute": minute,
+                    "steps_per_second": rate,
+                    "env_steps": row and row[0],
+                    "pss": pss,
+                    "eval_mean_return": eval_return,
+                    "evaluations": len(evals),
+                }
+            )
+            print(
+                f"  minute {minute}: {rate:,.0f} steps/s, PSS {sum(pss.values()):,.0f} MB "
+                f"over {len(pss)} processes, {len(evals)} evaluations, mean return {eval_return:.0f}",
+                flush=True,
+            )
             previous = row
         finish(process, timeout=1)  # SIGINT: the trainer stops cleanly
 
-    settled = samples[args.settle:]
+    settled = samples[args.settle :]
     rates = [s["steps_per_second"] for s in settled]
     median_rate = statistics.median(rates)
     spread = max(abs(rate / median_rate - 1) for rate in rates)
     growth = growth_after(samples, args.settle - 1)
     worst_pid = max(growth, key=growth.get)
-    print(f"\n{ENV}, {args.processes} processes, {args.minutes} minutes; {info['cores']} cores; "
-          f"env alone {ceiling:,.0f} steps/s")
-    print_table(["minute", "steps/s", "PSS total MB", "PSS largest process MB", "processes", "evaluations",
-                 "eval mean return"],
-                [[s["minute"], f"{s['steps_per_second']:,.0f}", f"{sum(s['pss'].values()):,.0f}",
-                  f"{max(s['pss'].values()):,.0f}", len(s["pss"]), s["evaluations"], f"{s['eval_mean_return']:.0f}"]
-                 for s in samples])
+    print(
+        f"\n{ENV}, {args.processes} processes, {args.minutes} minutes; {info['cores']} cores; "
+        f"env alone {ceiling:,.0f} steps/s"
+    )
+    print_table(
+        ["minute", "steps/s", "PSS total MB", "PSS largest process MB", "processes", "evaluations", "eval mean return"],
+        [
+            [
+                s["minute"],
+                f"{s['steps_per_second']:,.0f}",
+                f"{sum(s['pss'].values()):,.0f}",
+                f"{max(s['pss'].values()):,.0f}",
+                len(s["pss"]),
+                s["evaluations"],
+                f"{s['eval_mean_return']:.0f}",
+            ]
+            for s in samples
+        ],
+    )
     correlation = float(np.corrcoef(rates, [s["eval_mean_return"] for s in settled])[0, 1])
-    print(f"\nafter minute {args.settle}: throughput median {median_rate:,.0f} steps/s, largest deviation "
-          f"{spread:.1%} ({'within' if spread <= LIMIT else 'OUTSIDE'} 10%); largest PSS growth of a process "
-          f"{growth[worst_pid]:.1%} (pid {worst_pid}; {'within' if growth[worst_pid] <= LIMIT else 'OUTSIDE'} 10%); "
-          f"correlation of a minute's throughput with its evaluations' mean return {correlation:+.2f}")
-    save_results("soak", {**info, "env": ENV, "processes": args.processes, "minutes": args.minutes,
-                          "settle_minutes": args.settle, "env_alone_steps_per_second": ceiling, "samples": samples,
-                          "median_steps_per_second": median_rate, "largest_deviation": spread,
-                          "growth_after_settle": growth, "throughput_eval_correlation": correlation},
-                 plot(samples, ceiling))
+    print(
+        f"\nafter minute {args.settle}: throughput median {median_rate:,.0f} steps/s, largest deviation "
+        f"{spread:.1%} ({'within' if spread <= LIMIT else 'OUTSIDE'} 10%); largest PSS growth of a process "
+        f"{growth[worst_pid]:.1%} (pid {worst_pid}; {'within' if growth[worst_pid] <= LIMIT else 'OUTSIDE'} 10%); "
+        f"correlation of a minute's throughput with its evaluations' mean return {correlation:+.2f}"
+    )
+    save_results(
+        "soak",
+        {
+            **info,
+            "env": ENV,
+            "processes": args.processes,
+            "minutes": args.minutes,
+            "settle_minutes": args.settle,
+            "env_alone_steps_per_second": ceiling,
+            "samples": samples,
+            "median_steps_per_second": median_rate,
+            "largest_deviation": spread,
+            "growth_after_settle": growth,
+            "throughput_eval_correlation": correlation,
+        },
+        plot(samples, ceiling),
+    )
 
 
 if __name__ == "__main__":

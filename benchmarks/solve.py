@@ -42,15 +42,20 @@ def ours(seed: int, timeout: float, repo: Path = REPO, **options) -> dict:
 
 def sb3(algo: str, seed: int, timeout: float) -> dict:
     wall, result = run_sb3(ENV, algo, seed, timeout, target=475.0, eval_interval=0.5)
-    return {"solved": result["solved"], "wall_seconds": wall,
-            "env_steps": result["env_steps"] if result["solved"] else None, "torch_threads": result.get("threads")}
+    return {
+        "solved": result["solved"],
+        "wall_seconds": wall,
+        "env_steps": result["env_steps"] if result["solved"] else None,
+        "torch_threads": result.get("threads"),
+    }
 
 
 OURS = "ours (preset: 8 proc x 1 env, t-max 20, replay 2)"
 CONTENDERS = {
     OURS: lambda seed, timeout: ours(seed, timeout),
     "ours, 8 proc x 8 envs, t-max 10, no replay (the defaults)": lambda seed, timeout: ours(
-        seed, timeout, **DEFAULTS_WITHOUT_PRESET),
+        seed, timeout, **DEFAULTS_WITHOUT_PRESET
+    ),
     "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
     "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
 }
@@ -59,7 +64,8 @@ NETWORKS = {
     "ours, autograd learner": lambda seed, timeout: ours(seed, timeout, learner="torch"),
     "ours, feed-forward 128,128": lambda seed, timeout: ours(seed, timeout, core="none", hidden_sizes="128,128"),
     "ours, --model examples.custom_model:mlp": lambda seed, timeout: ours(
-        seed, timeout, model="examples.custom_model:mlp"),
+        seed, timeout, model="examples.custom_model:mlp"
+    ),
 }
 
 
@@ -95,9 +101,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
     parser.add_argument("--networks", action="store_true", help="also the other networks: " + ", ".join(NETWORKS))
-    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
-                        help="also the defaults of another checkout of this project, side by side (e.g. "
-                             "`git worktree add /tmp/base <commit>`)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also the defaults of another checkout of this project, side by side (e.g. "
+        "`git worktree add /tmp/base <commit>`)",
+    )
     args = parser.parse_args()
     info = environment()
 
@@ -109,19 +119,37 @@ def main() -> None:
         for name, contender in contenders.items():
             run = {"seed": seed, **contender(seed, args.timeout)}
             results[name].append(run)
-            print(f"  seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
-                  f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps", flush=True)
+            print(
+                f"  seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
+                f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps",
+                flush=True,
+            )
 
-    summary = {name: {"solved": sum(run["solved"] for run in runs), "seeds": len(runs),
-                      "wall_seconds": spread(runs, "wall_seconds"), "env_steps": spread(runs, "env_steps")}
-               for name, runs in results.items()}
-    print(f"\nTime to solve {ENV}, {args.seeds} seeds, timeout {args.timeout:.0f} s; {info['cores']} cores, "
-          f"load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["contender", "solved", "wall s median", "min", "max", "env steps median", "min", "max"],
-                [[name, f"{s['solved']}/{s['seeds']}",
-                  *(show(s["wall_seconds"][k], ".1f") for k in ("median", "min", "max")),
-                  *(show(s["env_steps"][k], ",.0f") for k in ("median", "min", "max"))]
-                 for name, s in summary.items()])
+    summary = {
+        name: {
+            "solved": sum(run["solved"] for run in runs),
+            "seeds": len(runs),
+            "wall_seconds": spread(runs, "wall_seconds"),
+            "env_steps": spread(runs, "env_steps"),
+        }
+        for name, runs in results.items()
+    }
+    print(
+        f"\nTime to solve {ENV}, {args.seeds} seeds, timeout {args.timeout:.0f} s; {info['cores']} cores, "
+        f"load average at start {info['load_average_at_start'][0]:.2f}"
+    )
+    print_table(
+        ["contender", "solved", "wall s median", "min", "max", "env steps median", "min", "max"],
+        [
+            [
+                name,
+                f"{s['solved']}/{s['seeds']}",
+                *(show(s["wall_seconds"][k], ".1f") for k in ("median", "min", "max")),
+                *(show(s["env_steps"][k], ",.0f") for k in ("median", "min", "max")),
+            ]
+            for name, s in summary.items()
+        ],
+    )
     ours_median = summary[OURS]["wall_seconds"]["median"]
     ratios = {}
     for name in ("SB3 A2C (Zoo)", "SB3 PPO (Zoo)"):
@@ -129,8 +157,16 @@ def main() -> None:
         ratios[f"ours / {name}"] = None if None in (ours_median, theirs) else ours_median / theirs
         print(f"median wall seconds, ours / {name}: {show(ratios[f'ours / {name}'], '.2f')}")
 
-    data = {**info, "env": ENV, "seeds": args.seeds, "timeout_seconds": args.timeout, "baseline": str(args.baseline),
-            "summary": summary, "ratios_of_median_wall_seconds": ratios, "runs": results}
+    data = {
+        **info,
+        "env": ENV,
+        "seeds": args.seeds,
+        "timeout_seconds": args.timeout,
+        "baseline": str(args.baseline),
+        "summary": summary,
+        "ratios_of_median_wall_seconds": ratios,
+        "runs": results,
+    }
     save_results("solve", data, plot(results, args.timeout))
 
 

@@ -85,11 +85,20 @@ def main() -> None:
             print(f"launch {seed + 1}/{args.launches}: {name}: {results[name][-1]['wall_seconds']:.2f} s", flush=True)
 
     print("\nseconds from launch, median (range) of", args.launches, "launches; stop_to_exit from the stop")
-    rows = [[name] + [median_and_range([r.get(p) for r in launches]) for p in (*PHASES, "wall_seconds")]
-            for name, launches in results.items()]
+    rows = [
+        [name] + [median_and_range([r.get(p) for r in launches]) for p in (*PHASES, "wall_seconds")]
+        for name, launches in results.items()
+    ]
     print_table(["", *PHASES, "launch to exit"], rows)
-    save_json("startup", {"environment": environment(), "launches": args.launches,
-                          "baseline": str(args.baseline) if args.baseline else None, "results": results})
+    save_json(
+        "startup",
+        {
+            "environment": environment(),
+            "launches": args.launches,
+            "baseline": str(args.baseline) if args.baseline else None,
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -35,16 +35,23 @@ def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = RE
         command = trainer_command(run_dir, repo, env=env, num_processes=8, seed=seed) + options
         wall, _, _ = run_timed(command, timeout)
         summary = read_summary(run_dir)
-    return {"seed": seed, "solved": summary["solved"], "wall_seconds": round(wall, 2),
-            "env_steps": summary["solved_env_steps"], "best_eval": summary["best_eval_return"],
-            "total_env_steps": summary["env_steps"]}
+    return {
+        "seed": seed,
+        "solved": summary["solved"],
+        "wall_seconds": round(wall, 2),
+        "env_steps": summary["solved_env_steps"],
+        "best_eval": summary["best_eval_return"],
+        "total_env_steps": summary["env_steps"],
+    }
 
 
 def spread(runs: list[dict], key: str) -> str:
     """median (min-max), an unsolved run counting as infinitely slow."""
     values = sorted(run[key] if run["solved"] else math.inf for run in runs)
-    show = lambda value: "unsolved" if math.isinf(value) else f"{value:,.1f}" if key == "wall_seconds" \
-        else f"{value:,.0f}"
+
+    def show(value: float) -> str:
+        return "unsolved" if math.isinf(value) else f"{value:,.1f}" if key == "wall_seconds" else f"{value:,.0f}"
+
     return f"{show(statistics.median(values))} ({show(values[0])}-{show(values[-1])})"
 
 
@@ -53,17 +60,27 @@ def main() -> None:
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--setting", action="append", required=True, metavar="NAME:OPTIONS",
-                        help="a name, a colon and the trainer options of one setting; repeat for each")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        required=True,
+        metavar="NAME:OPTIONS",
+        help="a name, a colon and the trainer options of one setting; repeat for each",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--out", default=None, help="results name (default: sweep-<env>)")
-    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
-                        help="also run every setting with another checkout (git worktree add /tmp/old <commit>)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also run every setting with another checkout (git worktree add /tmp/old <commit>)",
+    )
     args = parser.parse_args()
     settings = {name: (REPO, shlex.split(options)) for name, options in (s.split(":", 1) for s in args.setting)}
     if args.baseline:
-        settings |= {f"{name} ({args.baseline})": (args.baseline.resolve(), options)
-                     for name, (_, options) in settings.items()}
+        settings |= {
+            f"{name} ({args.baseline})": (args.baseline.resolve(), options) for name, (_, options) in settings.items()
+        }
     info = environment()
 
     results = {name: [] for name in settings}
@@ -71,19 +88,39 @@ def main() -> None:
         for name, (repo, options) in settings.items():
             result = run(args.env, seed, options, args.timeout, repo)
             results[name].append(result)
-            print(f"  seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, "
-                  f"{result['env_steps'] or result['total_env_steps']:,} env steps, {result['wall_seconds']:.1f} s, "
-                  f"best eval {result['best_eval']:.1f}", flush=True)
-    print(f"\n{args.env}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; {info['cores']} cores, "
-          f"load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["setting", "solved", "env steps to solve, median (range)", "whole-process s to solve",
-                 "best eval, median"],
-                [[name, f"{sum(r['solved'] for r in runs)}/{len(runs)}", spread(runs, "env_steps"),
-                  spread(runs, "wall_seconds"), f"{statistics.median(r['best_eval'] for r in runs):.1f}"]
-                 for name, runs in results.items()])
-    save_json(args.out or f"sweep-{args.env.replace('/', '_')}",
-              {**info, "env": args.env, "settings": {n: " ".join(o) for n, (_, o) in settings.items()},
-               "baseline": str(args.baseline), "runs": results})
+            print(
+                f"  seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, "
+                f"{result['env_steps'] or result['total_env_steps']:,} env steps, {result['wall_seconds']:.1f} s, "
+                f"best eval {result['best_eval']:.1f}",
+                flush=True,
+            )
+    print(
+        f"\n{args.env}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; {info['cores']} cores, "
+        f"load average at start {info['load_average_at_start'][0]:.2f}"
+    )
+    print_table(
+        ["setting", "solved", "env steps to solve, median (range)", "whole-process s to solve", "best eval, median"],
+        [
+            [
+                name,
+                f"{sum(r['solved'] for r in runs)}/{len(runs)}",
+                spread(runs, "env_steps"),
+                spread(runs, "wall_seconds"),
+                f"{statistics.median(r['best_eval'] for r in runs):.1f}",
+            ]
+            for name, runs in results.items()
+        ],
+    )
+    save_json(
+        args.out or f"sweep-{args.env.replace('/', '_')}",
+        {
+            **info,
+            "env": args.env,
+            "settings": {n: " ".join(o) for n, (_, o) in settings.items()},
+            "baseline": str(args.baseline),
+            "runs": results,
+        },
+    )
 
 
 if __name__ == "__main__":

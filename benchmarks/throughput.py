@@ -47,19 +47,35 @@ MB = 2**20
 def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
     """The defaults' t-max and no replay, not CartPole's preset: the pipeline's env-step rate, comparable
     across versions."""
-    return dict(DEFAULTS_WITHOUT_PRESET, env=ENV, num_processes=processes, envs_per_process=envs,
-                max_steps=max_steps, target_return="none", eval_episodes=0,
-                log_interval=max(max_steps // ROWS_PER_RUN, 1), print_interval=3600) | extra
+    return (
+        dict(
+            DEFAULTS_WITHOUT_PRESET,
+            env=ENV,
+            num_processes=processes,
+            envs_per_process=envs,
+            max_steps=max_steps,
+            target_return="none",
+            eval_episodes=0,
+            log_interval=max(max_steps // ROWS_PER_RUN, 1),
+            print_interval=3600,
+        )
+        | extra
+    )
 
 
 def train_once(processes: int, envs: int, max_steps: int, **extra) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        wall, _, _ = run_timed(trainer_command(run_dir, **trainer_options(processes, envs, max_steps, **extra)),
-                               timeout=120)
+        wall, _, _ = run_timed(
+            trainer_command(run_dir, **trainer_options(processes, envs, max_steps, **extra)), timeout=120
+        )
         summary = read_summary(run_dir)
-        return {"steady": steady_rate(run_dir, WARMUP_FRACTION * max_steps), "whole": summary["steps_per_second"],
-                "train_seconds": summary["wall_seconds"], "process_seconds": round(wall, 3)}
+        return {
+            "steady": steady_rate(run_dir, WARMUP_FRACTION * max_steps),
+            "whole": summary["steps_per_second"],
+            "train_seconds": summary["wall_seconds"],
+            "process_seconds": round(wall, 3),
+        }
 
 
 def random_steps(num_envs: int, seconds: float) -> int:
@@ -111,10 +127,14 @@ def sample_tree(pid: int) -> dict | None:
         return None
     if not workers:
         return None
-    return {"processes": len(everyone), "workers": len(workers),
-            "total_pss_mb": sum(m["pss_mb"] for m in everyone), "total_uss_mb": sum(m["uss_mb"] for m in everyone),
-            "main": memory_of(main),
-            "worker_median": {k: statistics.median(w[k] for w in workers) for k in workers[0]}}
+    return {
+        "processes": len(everyone),
+        "workers": len(workers),
+        "total_pss_mb": sum(m["pss_mb"] for m in everyone),
+        "total_uss_mb": sum(m["uss_mb"] for m in everyone),
+        "main": memory_of(main),
+        "worker_median": {k: statistics.median(w[k] for w in workers) for k in workers[0]},
+    }
 
 
 def memory_probe(processes: int, envs: int, max_steps: int) -> dict:
@@ -136,8 +156,12 @@ def plot(cells: list[dict], ceilings: dict):
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for envs in sorted({c["envs_per_process"] for c in cells}):
         line = [c for c in cells if c["envs_per_process"] == envs]
-        axes.plot([c["num_processes"] for c in line], [c["steady_median"] for c in line], "o-",
-                  label=f"--envs-per-process {envs}")
+        axes.plot(
+            [c["num_processes"] for c in line],
+            [c["steady_median"] for c in line],
+            "o-",
+            label=f"--envs-per-process {envs}",
+        )
     for (label, rate), style in zip(ceilings.items(), ("--", ":")):
         axes.axhline(rate, color="grey", linestyle=style, label=f"env-only ceiling, {label}")
     axes.set_xscale("log", base=2)
@@ -153,11 +177,17 @@ def plot(cells: list[dict], ceilings: dict):
 
 def measure_cell(processes: int, envs: int, max_steps: int, repeats: int, **extra) -> dict:
     runs = [train_once(processes, envs, max_steps, **extra) for _ in range(repeats)]
-    cell = {"num_processes": processes, "envs_per_process": envs, **extra, "max_steps": max_steps, "runs": runs,
-            "steady_median": statistics.median(r["steady"] for r in runs),
-            "whole_median": statistics.median(r["whole"] for r in runs),
-            "train_seconds_median": statistics.median(r["train_seconds"] for r in runs),
-            "load_average_1min_after": os.getloadavg()[0]}
+    cell = {
+        "num_processes": processes,
+        "envs_per_process": envs,
+        **extra,
+        "max_steps": max_steps,
+        "runs": runs,
+        "steady_median": statistics.median(r["steady"] for r in runs),
+        "whole_median": statistics.median(r["whole"] for r in runs),
+        "train_seconds_median": statistics.median(r["train_seconds"] for r in runs),
+        "load_average_1min_after": os.getloadavg()[0],
+    }
     print(f"  {processes} x {envs} {extra or ''}: {cell['steady_median']:,.0f} steps/s", flush=True)
     return cell
 
@@ -188,32 +218,62 @@ def main() -> None:
             cells.append(measure_cell(num, envs, max_steps, repeats))
     widest = max(processes)
     classic_rate = train_once(1, 1, CALIBRATION_STEPS, t_max=CLASSIC_A3C["t_max"])["steady"]
-    classic = measure_cell(widest, 1, int(seconds * classic_rate * min(widest, os.cpu_count())), repeats,
-                           t_max=CLASSIC_A3C["t_max"])
+    classic = measure_cell(
+        widest, 1, int(seconds * classic_rate * min(widest, os.cpu_count())), repeats, t_max=CLASSIC_A3C["t_max"]
+    )
     ceiling_seconds = seconds / 2
-    ceilings = {"plain loop, 1 env/process": env_ceiling(1, ceiling_seconds),
-                f"vectorised, {max(env_counts)} envs/process": env_ceiling(max(env_counts), ceiling_seconds)}
+    ceilings = {
+        "plain loop, 1 env/process": env_ceiling(1, ceiling_seconds),
+        f"vectorised, {max(env_counts)} envs/process": env_ceiling(max(env_counts), ceiling_seconds),
+    }
     best = max((c for c in cells if c["num_processes"] == widest), key=lambda c: c["steady_median"])
     memory = memory_probe(widest, best["envs_per_process"], best["max_steps"])
 
-    print(f"\n{ENV} env steps/s, median of {repeats}; {info['cores']} cores, "
-          f"load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["processes x envs", "max steps", "steady steps/s", "whole-run steps/s", "train s", "load"],
-                [[cell_label(c), f"{c['max_steps']:,}",
-                  f"{c['steady_median']:,.0f}", f"{c['whole_median']:,.0f}", f"{c['train_seconds_median']:.1f}",
-                  f"{c['load_average_1min_after']:.1f}"] for c in [*cells, classic]]
-                + [[f"ceiling: {label}", "", f"{rate:,.0f}", "", "", ""] for label, rate in ceilings.items()])
+    print(
+        f"\n{ENV} env steps/s, median of {repeats}; {info['cores']} cores, "
+        f"load average at start {info['load_average_at_start'][0]:.2f}"
+    )
+    print_table(
+        ["processes x envs", "max steps", "steady steps/s", "whole-run steps/s", "train s", "load"],
+        [
+            [
+                cell_label(c),
+                f"{c['max_steps']:,}",
+                f"{c['steady_median']:,.0f}",
+                f"{c['whole_median']:,.0f}",
+                f"{c['train_seconds_median']:.1f}",
+                f"{c['load_average_1min_after']:.1f}",
+            ]
+            for c in [*cells, classic]
+        ]
+        + [[f"ceiling: {label}", "", f"{rate:,.0f}", "", "", ""] for label, rate in ceilings.items()],
+    )
     peak = memory["peak"]
-    print(f"\nmemory, {widest} x {best['envs_per_process']} run, peak of {memory['samples']} samples: "
-          f"PSS {peak['total_pss_mb']:.0f} MB over {peak['processes']} processes "
-          f"(USS sum {peak['total_uss_mb']:.0f} MB)")
-    print_table(["process", "RSS MB", "USS MB", "PSS MB"],
-                [[name, *(f"{m[k]:.0f}" for k in ("rss_mb", "uss_mb", "pss_mb"))]
-                 for name, m in (("main", peak["main"]), ("worker (median)", peak["worker_median"]))])
+    print(
+        f"\nmemory, {widest} x {best['envs_per_process']} run, peak of {memory['samples']} samples: "
+        f"PSS {peak['total_pss_mb']:.0f} MB over {peak['processes']} processes "
+        f"(USS sum {peak['total_uss_mb']:.0f} MB)"
+    )
+    print_table(
+        ["process", "RSS MB", "USS MB", "PSS MB"],
+        [
+            [name, *(f"{m[k]:.0f}" for k in ("rss_mb", "uss_mb", "pss_mb"))]
+            for name, m in (("main", peak["main"]), ("worker (median)", peak["worker_median"]))
+        ],
+    )
 
-    data = {**info, "env": ENV, "repeats": repeats, "target_seconds": seconds,
-            "single_process_calibration": single_rates, "cells": cells, "classic": classic, "ceilings": ceilings,
-            "ceiling_processes": os.cpu_count(), "memory": memory}
+    data = {
+        **info,
+        "env": ENV,
+        "repeats": repeats,
+        "target_seconds": seconds,
+        "single_process_calibration": single_rates,
+        "cells": cells,
+        "classic": classic,
+        "ceilings": ceilings,
+        "ceiling_processes": os.cpu_count(),
+        "memory": memory,
+    }
     save_results("throughput_quick" if args.quick else "throughput", data, plot(cells, ceilings))
 
 

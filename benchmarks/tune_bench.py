@@ -24,11 +24,30 @@ from sweep import run, spread
 CHECK_SEEDS_FROM = 100  # the search trains seeds 0, 1, ...: these are new to it
 
 
-def run_study(env: str, minutes: float, seeds: int, max_steps: int, prune_startup: int, space: Path | None,
-              out: Path) -> dict:
-    command = [PYTHON, str(REPO / "main.py"), "tune", "--env", env, "--no-preset", "--trials", "1000",
-               "--seeds", str(seeds), "--max-steps", str(max_steps), "--num-processes", "8",
-               "--prune-startup", str(prune_startup), "--out", str(out), *(["--space", str(space)] if space else [])]
+def run_study(
+    env: str, minutes: float, seeds: int, max_steps: int, prune_startup: int, space: Path | None, out: Path
+) -> dict:
+    command = [
+        PYTHON,
+        str(REPO / "main.py"),
+        "tune",
+        "--env",
+        env,
+        "--no-preset",
+        "--trials",
+        "1000",
+        "--seeds",
+        str(seeds),
+        "--max-steps",
+        str(max_steps),
+        "--num-processes",
+        "8",
+        "--prune-startup",
+        str(prune_startup),
+        "--out",
+        str(out),
+        *(["--space", str(space)] if space else []),
+    ]
     wall, output, _ = run_timed(command, timeout=60 * minutes)
     print(output)
     with open(out / "trials.csv", newline="") as file:
@@ -50,8 +69,15 @@ def main() -> None:
     args = parser.parse_args()
     info = environment()
     with tempfile.TemporaryDirectory() as tmp:
-        study = run_study(args.env, args.minutes, args.seeds_per_trial, args.max_steps, args.prune_startup,
-                          args.space, Path(tmp) / "study")
+        study = run_study(
+            args.env,
+            args.minutes,
+            args.seeds_per_trial,
+            args.max_steps,
+            args.prune_startup,
+            args.space,
+            Path(tmp) / "study",
+        )
         best = Path(tmp) / "best.toml"
         best.write_text(study["best_toml"])
         settings = {"preset": [], "tuned (best.toml)": ["--config", str(best)]}
@@ -60,13 +86,26 @@ def main() -> None:
             for name, options in settings.items():
                 results[name].append(run(args.env, seed, options, args.timeout))
                 print(f"  seed {seed} {name}: {results[name][-1]}")
-    print(f"\n{args.env}: the study ran {study['wall_seconds']:.0f} s, trials {study['trials']}; best.toml:\n"
-          f"{study['best_toml']}")
-    print_table(["setting", "solved", "env steps to solve", "seconds to solve"],
-                [[name, f"{sum(r['solved'] for r in runs)}/{len(runs)}", spread(runs, "env_steps"),
-                  spread(runs, "wall_seconds")] for name, runs in results.items()])
-    save_json(f"tune-{args.env}", {**info, **vars(args), "space": args.space and args.space.read_text(),
-                                   "study": study, "results": results})
+    print(
+        f"\n{args.env}: the study ran {study['wall_seconds']:.0f} s, trials {study['trials']}; best.toml:\n"
+        f"{study['best_toml']}"
+    )
+    print_table(
+        ["setting", "solved", "env steps to solve", "seconds to solve"],
+        [
+            [
+                name,
+                f"{sum(r['solved'] for r in runs)}/{len(runs)}",
+                spread(runs, "env_steps"),
+                spread(runs, "wall_seconds"),
+            ]
+            for name, runs in results.items()
+        ],
+    )
+    save_json(
+        f"tune-{args.env}",
+        {**info, **vars(args), "space": args.space and args.space.read_text(), "study": study, "results": results},
+    )
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ Per env, the contenders run interleaved by seed, one process at a time, each tim
 exit and capped by the env's timeout: ours with the env's preset and `--num-processes 8` (and,
 where the preset replays, once more with `--replay-ratio 0`), and sb3_solve.py's A2C and PPO. All
 of them play the same greedy evaluation (10 episodes) at the preset's cadence in seconds and stop
-at the target once 100 new episodes of the same weights confirm it. Reported per env and contender: runs solved, median and range of env steps and of
-whole-process seconds to solve (unsolved runs count as infinitely slow), and the median final
-greedy return; the learning curves go to zoo.png, against env steps and against seconds.
+at the target once 100 new episodes of the same weights confirm it. Reported per env and contender:
+runs solved, median and range of env steps and of whole-process seconds to solve (unsolved runs count
+as infinitely slow), and the median final greedy return; the learning curves go to zoo.png, against
+env steps and against seconds.
 """
 
 from __future__ import annotations
@@ -63,17 +64,28 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
         wall, _, _ = run_timed(command, suite.timeout)
         summary = read_summary(run_dir)
         with open(run_dir / "eval.csv", newline="") as file:
-            curve = [(int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
-                     for row in csv.DictReader(file)]
-    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"],
-            "final_eval": summary["last_eval_return"], "curve": curve}
+            curve = [
+                (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
+                for row in csv.DictReader(file)
+            ]
+    return {
+        "solved": summary["solved"],
+        "wall_seconds": wall,
+        "env_steps": summary["solved_env_steps"],
+        "final_eval": summary["last_eval_return"],
+        "curve": curve,
+    }
 
 
 def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
     wall, result = run_sb3(env, algo, seed, suite.timeout, suite.target, eval_interval(env))
-    return {"solved": result["solved"], "wall_seconds": wall,
-            "env_steps": result["env_steps"] if result["solved"] else None,
-            "final_eval": result["final_eval"], "curve": result["curve"]}
+    return {
+        "solved": result["solved"],
+        "wall_seconds": wall,
+        "env_steps": result["env_steps"] if result["solved"] else None,
+        "final_eval": result["final_eval"],
+        "curve": result["curve"],
+    }
 
 
 def contenders(env: str, only: list[str] | None = None) -> dict:
@@ -92,17 +104,24 @@ def run_env(env: str, suite: Suite, only: list[str] | None = None) -> dict:
         for name, contender in contenders(env, only).items():
             run = {"seed": seed, **contender(seed, suite)}
             results[name].append(run)
-            print(f"  {env} seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
-                  f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps, "
-                  f"final eval {run['final_eval']:.1f}", flush=True)
+            print(
+                f"  {env} seed {seed} {name}: {'solved' if run['solved'] else 'NOT solved'} in "
+                f"{run['wall_seconds']:.1f} s, {show(run['env_steps'], ',')} env steps, "
+                f"final eval {run['final_eval']:.1f}",
+                flush=True,
+            )
     return results
 
 
 def summarize(runs: list[dict]) -> dict:
     finals = [run["final_eval"] for run in runs]
-    return {"solved": sum(run["solved"] for run in runs), "seeds": len(runs),
-            "env_steps": spread(runs, "env_steps"), "wall_seconds": spread(runs, "wall_seconds"),
-            "final_eval": {"median": statistics.median(finals), "min": min(finals), "max": max(finals)}}
+    return {
+        "solved": sum(run["solved"] for run in runs),
+        "seeds": len(runs),
+        "env_steps": spread(runs, "env_steps"),
+        "wall_seconds": spread(runs, "wall_seconds"),
+        "final_eval": {"median": statistics.median(finals), "min": min(finals), "max": max(finals)},
+    }
 
 
 def plot(results: dict, suites: dict):
@@ -127,18 +146,27 @@ def plot(results: dict, suites: dict):
 
 
 def report(info: dict, suites: dict, results: dict, out: str) -> None:
-    summary = {env: {name: summarize(runs) for name, runs in by_contender.items()}
-               for env, by_contender in results.items()}
+    summary = {
+        env: {name: summarize(runs) for name, runs in by_contender.items()} for env, by_contender in results.items()
+    }
     print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(["env", "contender", "solved", "env steps to solve, median (range)", "seconds to solve",
-                 "final greedy return"],
-                [[env, name, f"{s['solved']}/{s['seeds']}",
-                  f"{show(s['env_steps']['median'], ',.0f')} ({show(s['env_steps']['min'], ',.0f')}-"
-                  f"{show(s['env_steps']['max'], ',.0f')})",
-                  f"{show(s['wall_seconds']['median'], '.1f')} ({show(s['wall_seconds']['min'], '.1f')}-"
-                  f"{show(s['wall_seconds']['max'], '.1f')})",
-                  f"{s['final_eval']['median']:.1f}"]
-                 for env, by_contender in summary.items() for name, s in by_contender.items()])
+    print_table(
+        ["env", "contender", "solved", "env steps to solve, median (range)", "seconds to solve", "final greedy return"],
+        [
+            [
+                env,
+                name,
+                f"{s['solved']}/{s['seeds']}",
+                f"{show(s['env_steps']['median'], ',.0f')} ({show(s['env_steps']['min'], ',.0f')}-"
+                f"{show(s['env_steps']['max'], ',.0f')})",
+                f"{show(s['wall_seconds']['median'], '.1f')} ({show(s['wall_seconds']['min'], '.1f')}-"
+                f"{show(s['wall_seconds']['max'], '.1f')})",
+                f"{s['final_eval']['median']:.1f}",
+            ]
+            for env, by_contender in summary.items()
+            for name, s in by_contender.items()
+        ],
+    )
     data = {**info, "suites": {env: vars(suites[env]) for env in results}, "summary": summary, "runs": results}
     save_results(out, data, plot(results, suites))
 
@@ -148,12 +176,19 @@ def main() -> None:
     parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
     parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
     parser.add_argument("--out", default="zoo", help="results name")
-    parser.add_argument("--only", action="append", metavar="CONTENDER",
-                        help='run only this contender, e.g. "ours (preset)" or "SB3 A2C (Zoo)"; repeat for more')
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="CONTENDER",
+        help='run only this contender, e.g. "ours (preset)" or "SB3 A2C (Zoo)"; repeat for more',
+    )
     args = parser.parse_args()
     info = environment()
-    suites = {env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
-              for env, suite in SUITES.items() if env in (args.env or SUITES)}
+    suites = {
+        env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
+        for env, suite in SUITES.items()
+        if env in (args.env or SUITES)
+    }
 
     results = {}
     for env, suite in suites.items():  # saved after each env: a long suite cut short keeps what it finished

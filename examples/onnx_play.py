@@ -60,8 +60,12 @@ def play(session: onnxruntime.InferenceSession, env: gym.Env, episodes: int, see
         total, done = 0.0, False
         while not done:
             obs, mask = graph_inputs(env.observation_space, obs, info, mask_source)
-            outputs = dict(zip([node.name for node in session.get_outputs()],
-                               session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **mask, **state})))
+            outputs = dict(
+                zip(
+                    [node.name for node in session.get_outputs()],
+                    session.run(None, {"obs": np.asarray(obs, dtype=obs_type)[None], **mask, **state}),
+                )
+            )
             state = {name: outputs[next_state_name(name)] for name in state}
             obs, reward, terminated, truncated, info = env.step(outputs["action"][0])
             total += float(reward)

@@ -34,22 +34,32 @@ def quiet():
 def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
     """python main.py ARGS from the repo root, as a user runs it; `env`: its environment variables."""
     env = env or dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def run_cli_without(module: str, *args: str) -> subprocess.CompletedProcess:
     """python main.py ARGS with `import module` failing, whether it is installed or not."""
-    code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = ['main.py', *sys.argv[1:]]; "
-            "runpy.run_path('main.py', run_name='__main__')")
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=50)
+    code = (
+        f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = ['main.py', *sys.argv[1:]]; "
+        "runpy.run_path('main.py', run_name='__main__')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50
+    )
 
 
 def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
     env = env or dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.Popen([sys.executable, "main.py", *args], cwd=REPO_ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "main.py", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def children(pid: int) -> list[int]:
@@ -116,8 +126,9 @@ def small_disk(tmp_path):
     """A 4 MB tmpfs: a disk that fills up for real (ENOSPC from the kernel)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if result.returncode != 0:
         pytest.skip(f"mounting a small tmpfs needs root: {result.stderr.strip()}")
     yield mount

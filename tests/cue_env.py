@@ -37,9 +37,17 @@ NUM_CUES = 3
 class CueEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, num_cues: int = NUM_CUES, action_start: int = 0, terminate: bool = True,
-                 dict_obs: bool = False, crash: bool = False, nan_reward: bool = False, action_space=None,
-                 observation_space=None):
+    def __init__(
+        self,
+        num_cues: int = NUM_CUES,
+        action_start: int = 0,
+        terminate: bool = True,
+        dict_obs: bool = False,
+        crash: bool = False,
+        nan_reward: bool = False,
+        action_space=None,
+        observation_space=None,
+    ):
         self.num_cues = num_cues
         self.terminate = terminate
         self.dict_obs = dict_obs

@@ -86,8 +86,14 @@ def hang_once() -> None:
         time.sleep(3600)
 
 
-for env_id, fault in [("Hang-v0", "hang"), ("WrongShape-v0", "shape"), ("WrongDtype-v0", "dtype"),
-                      ("NaNObs-v0", "nan"), ("ShiftingActions-v0", "actions"), ("ResetRaises-v0", "reset")]:
+for env_id, fault in [
+    ("Hang-v0", "hang"),
+    ("WrongShape-v0", "shape"),
+    ("WrongDtype-v0", "dtype"),
+    ("NaNObs-v0", "nan"),
+    ("ShiftingActions-v0", "actions"),
+    ("ResetRaises-v0", "reset"),
+]:
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point=TurningCue, kwargs={"fault": fault})
 if "SlowStart-v0" not in gym.registry:

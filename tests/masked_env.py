@@ -28,15 +28,19 @@ class MaskedCueEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     action_space = gym.spaces.Discrete(ACTIONS)
 
-    def __init__(self, in_observation: bool = False, fault: str = "", step_part: bool = False,
-                 render_mode: str | None = None):
+    def __init__(
+        self, in_observation: bool = False, fault: str = "", step_part: bool = False, render_mode: str | None = None
+    ):
         self.in_observation, self.fault, self.step_part = in_observation, fault, step_part
         self.render_mode = render_mode
         self.steps = self.resets = 0
         cue = gym.spaces.Box(0.0, 1.0, (ACTIONS,), np.float32)
         step = {"step": gym.spaces.Discrete(EPISODE)} if step_part else {}
-        self.observation_space = (gym.spaces.Dict({"cue": cue, **step, "action_mask": gym.spaces.MultiBinary(ACTIONS)})
-                                  if in_observation else cue)
+        self.observation_space = (
+            gym.spaces.Dict({"cue": cue, **step, "action_mask": gym.spaces.MultiBinary(ACTIONS)})
+            if in_observation
+            else cue
+        )
 
     def draw(self) -> None:
         self.cue = int(self.np_random.integers(ACTIONS))
@@ -54,8 +58,12 @@ class MaskedCueEnv(gym.Env):
         if self.in_observation:
             step = {"step": min(self.t, EPISODE - 1)} if self.step_part else {}
             return {"cue": cue, **step, "action_mask": mask}, {}
-        missing = {"reset-only": not resetting, "stops": self.steps > LATE, "starts": self.resets == 1,
-                   "first-episode": self.resets > 1}
+        missing = {
+            "reset-only": not resetting,
+            "stops": self.steps > LATE,
+            "starts": self.resets == 1,
+            "first-episode": self.resets > 1,
+        }
         return cue, ({} if missing.get(self.fault) else {"action_mask": mask})
 
     def render(self):
@@ -97,8 +105,9 @@ class MaskedMultiCueEnv(gym.Env):
         self.games = [MaskedCueEnv() for _ in range(self.PARTS)]
 
     def joined(self, results: list[tuple]) -> tuple:
-        return np.concatenate([obs for obs, *_ in results]), {"action_mask": np.concatenate(
-            [info["action_mask"] for *_, info in results])}
+        return np.concatenate([obs for obs, *_ in results]), {
+            "action_mask": np.concatenate([info["action_mask"] for *_, info in results])
+        }
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -114,10 +123,15 @@ if "MaskedMultiCue-v0" not in gym.registry:
     gym.register(id="MaskedMultiCue-v0", entry_point=MaskedMultiCueEnv, reward_threshold=1.9)
 
 
-for _id, _kwargs in (("MaskedCue-v0", {}), ("MaskedCueDict-v0", {"in_observation": True}),
-                     ("MaskedCueParts-v0", {"in_observation": True, "step_part": True}),
-                     ("MaskedCueWrongSize-v0", {"fault": "size"}), ("MaskedCueResetOnly-v0", {"fault": "reset-only"}),
-                     ("MaskedCueFirstEpisode-v0", {"fault": "first-episode"}),
-                     ("MaskedCueStops-v0", {"fault": "stops"}), ("MaskedCueStarts-v0", {"fault": "starts"})):
+for _id, _kwargs in (
+    ("MaskedCue-v0", {}),
+    ("MaskedCueDict-v0", {"in_observation": True}),
+    ("MaskedCueParts-v0", {"in_observation": True, "step_part": True}),
+    ("MaskedCueWrongSize-v0", {"fault": "size"}),
+    ("MaskedCueResetOnly-v0", {"fault": "reset-only"}),
+    ("MaskedCueFirstEpisode-v0", {"fault": "first-episode"}),
+    ("MaskedCueStops-v0", {"fault": "stops"}),
+    ("MaskedCueStarts-v0", {"fault": "starts"}),
+):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=MaskedCueEnv, kwargs=_kwargs, reward_threshold=0.95)

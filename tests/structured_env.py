@@ -19,15 +19,19 @@ SIDE = 6
 
 class FrameAndVectorEnv(gym.Env):
     metadata = {"render_modes": []}
-    observation_space = gym.spaces.Dict({"frame": gym.spaces.Box(0, 255, (1, SIDE, SIDE), np.uint8),
-                                         "vector": gym.spaces.Box(0.0, 1.0, (2,), np.float32)})
+    observation_space = gym.spaces.Dict(
+        {
+            "frame": gym.spaces.Box(0, 255, (1, SIDE, SIDE), np.uint8),
+            "vector": gym.spaces.Box(0.0, 1.0, (2,), np.float32),
+        }
+    )
     action_space = gym.spaces.Discrete(2)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self.bits = self.np_random.integers(2, size=2)
         frame = np.zeros((1, SIDE, SIDE), dtype=np.uint8)
-        frame[:, :, self.bits[0] * SIDE // 2:(self.bits[0] + 1) * SIDE // 2] = 255
+        frame[:, :, self.bits[0] * SIDE // 2 : (self.bits[0] + 1) * SIDE // 2] = 255
         return {"frame": frame, "vector": np.eye(2, dtype=np.float32)[self.bits[1]]}, {}
 
     def step(self, action):
@@ -53,7 +57,10 @@ class CueAndTextEnv(CueAndBitEnv):
     observation_space = gym.spaces.Dict({"cue": gym.spaces.Discrete(3), "note": gym.spaces.Text(8)})
 
 
-for _id, _entry in (("FrameAndVector-v0", FrameAndVectorEnv), ("CueAndBit-v0", CueAndBitEnv),
-                    ("CueAndText-v0", CueAndTextEnv)):
+for _id, _entry in (
+    ("FrameAndVector-v0", FrameAndVectorEnv),
+    ("CueAndBit-v0", CueAndBitEnv),
+    ("CueAndText-v0", CueAndTextEnv),
+):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_entry, reward_threshold=0.95)

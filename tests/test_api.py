@@ -42,9 +42,21 @@ def test_the_example_file_is_the_readmes_python_example():
 def test_the_readmes_python_example_runs(tmp_path, monkeypatch, capsys):
     """A short version: the same code with a 40k-step budget, into a temporary run dir."""
     for_env = a3c.Config.for_env
-    monkeypatch.setattr(a3c.Config, "for_env", lambda env, **options: for_env(
-        env, **{**options, "num_processes": 2, "max_steps": 40_000, "eval_interval": 0.5,
-                "run_dir": str(tmp_path / "run"), "tensorboard": False}))
+    monkeypatch.setattr(
+        a3c.Config,
+        "for_env",
+        lambda env, **options: for_env(
+            env,
+            **{
+                **options,
+                "num_processes": 2,
+                "max_steps": 40_000,
+                "eval_interval": 0.5,
+                "run_dir": str(tmp_path / "run"),
+                "tensorboard": False,
+            },
+        ),
+    )
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_python_example(), "README.md", "exec"), {"__name__": "__main__"})
     output = capsys.readouterr().out
@@ -60,8 +72,15 @@ def test_train_leaves_the_callers_process_as_it_found_it(tmp_path):
     torch.set_num_threads(2)
     handler = signal.getsignal(signal.SIGINT)
     try:
-        config = a3c.Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5,
-                            max_steps=3_000, eval_episodes=0, run_dir=str(tmp_path / "run"))
+        config = a3c.Config(
+            env="tests.cue_env:Cue-v0",
+            num_processes=2,
+            envs_per_process=4,
+            t_max=5,
+            max_steps=3_000,
+            eval_episodes=0,
+            run_dir=str(tmp_path / "run"),
+        )
         result = a3c.train(config, verbose=False)
         assert torch.get_num_threads() == 2
         assert signal.getsignal(signal.SIGINT) is handler
@@ -75,8 +94,15 @@ def test_train_leaves_the_callers_process_as_it_found_it(tmp_path):
 @pytest.mark.timeout(120)
 def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path):
     results = []
-    config = a3c.Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5,
-                        max_steps=2_000, eval_episodes=0, run_dir=str(tmp_path / "run"))
+    config = a3c.Config(
+        env="tests.cue_env:Cue-v0",
+        num_processes=1,
+        envs_per_process=4,
+        t_max=5,
+        max_steps=2_000,
+        eval_episodes=0,
+        run_dir=str(tmp_path / "run"),
+    )
     thread = threading.Thread(target=lambda: results.append(a3c.train(config, verbose=False)))
     thread.start()
     thread.join(100)
@@ -87,6 +113,7 @@ def save_untrained(tmp_path, config: a3c.Config):
     """A best.pt of a fresh network, as the evaluator writes one."""
     from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
     from a3c.nets.factory import build_model
+
     torch.manual_seed(0)
     model = build_model(config, env_spec(config.env))
     with torch.no_grad():
@@ -131,8 +158,15 @@ def test_a_discrete_agent_gives_env_actions_and_carries_its_recurrent_state(tmp_
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_train_resumes_a_run_with_changes_on_top(tmp_path):
-    config = a3c.Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5,
-                        max_steps=1_000, eval_episodes=0, run_dir=str(tmp_path / "run"))
+    config = a3c.Config(
+        env="tests.cue_env:Cue-v0",
+        num_processes=1,
+        envs_per_process=4,
+        t_max=5,
+        max_steps=1_000,
+        eval_episodes=0,
+        run_dir=str(tmp_path / "run"),
+    )
     first = a3c.train(config, verbose=False)
     resumed = a3c.train(resume=first.run_dir, max_steps=2_000, verbose=False)
     assert resumed.run_dir == first.run_dir and 2_000 <= resumed.summary["env_steps"] < 2_100

@@ -95,8 +95,21 @@ def test_one_rollout_and_one_update_on_pong():
 @pytest.mark.timeout(180)
 def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", PONG, "--num-processes", "2", "--max-steps", "400", "--hidden-sizes", "32",
-                     "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=170)
+    result = run_cli(
+        "--env",
+        PONG,
+        "--num-processes",
+        "2",
+        "--max-steps",
+        "400",
+        "--hidden-sizes",
+        "32",
+        "--eval-episodes",
+        "0",
+        "--run-dir",
+        str(run_dir),
+        timeout=170,
+    )
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert config["clip_rewards"] is True and config["envs_per_process"] == 4 and config["core"] == "lstm"  # the preset

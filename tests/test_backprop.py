@@ -21,8 +21,9 @@ MASKED = "tests.masked_env:MaskedCue-v0"  # two of four actions legal each step
 
 
 def log_prob_entropy_loss(dist, d_log_probs: torch.Tensor, d_entropies: torch.Tensor, actions: torch.Tensor):
-    return (dist.log_prob(actions).reshape(d_log_probs.shape) * d_log_probs).sum() + \
-        (dist.entropy().reshape(d_entropies.shape) * d_entropies).sum()
+    return (dist.log_prob(actions).reshape(d_log_probs.shape) * d_log_probs).sum() + (
+        dist.entropy().reshape(d_entropies.shape) * d_entropies
+    ).sum()
 
 
 def test_the_categorical_backward_equals_autograd():
@@ -31,8 +32,9 @@ def test_the_categorical_backward_equals_autograd():
     actions = torch.randint(0, 5, (4, 3))
     d_log_probs, d_entropies = torch.randn(4, 3), torch.randn(4, 3)
     log_prob_entropy_loss(TorchCategorical(logits=logits), d_log_probs, d_entropies, actions).backward()
-    d_head, d_log_std = Categorical().backward(logits.detach().numpy(), None, actions.numpy(),
-                                               d_log_probs.numpy(), d_entropies.numpy())
+    d_head, d_log_std = Categorical().backward(
+        logits.detach().numpy(), None, actions.numpy(), d_log_probs.numpy(), d_entropies.numpy()
+    )
     assert d_log_std is None
     assert_close(torch.from_numpy(d_head), logits.grad)
 
@@ -51,8 +53,7 @@ def test_the_multi_part_categorical_backward_equals_autograd_over_independent_pa
     ours_log_probs, ours_entropies = multi.log_prob_entropy(logits.detach().numpy(), None, actions.numpy())
     assert_close(torch.from_numpy(ours_log_probs), log_probs.detach())
     assert_close(torch.from_numpy(ours_entropies), entropies.detach())
-    d_head, _ = multi.backward(logits.detach().numpy(), None, actions.numpy(), d_log_probs.numpy(),
-                               d_entropies.numpy())
+    d_head, _ = multi.backward(logits.detach().numpy(), None, actions.numpy(), d_log_probs.numpy(), d_entropies.numpy())
     assert_close(torch.from_numpy(d_head), logits.grad)
     greedy = multi.greedy(logits.detach().numpy())
     assert greedy.tolist() == torch.stack([part.argmax(-1) for part in logits.split(parts, -1)], -1).tolist()
@@ -108,12 +109,16 @@ def test_the_gaussian_backward_equals_autograd(bounded):
     log_std = torch.tensor([-0.5, 0.3], requires_grad=True)
     actions = torch.randn(4, 3, 2)
     d_log_probs, d_entropies = torch.randn(4, 3), torch.randn(4, 3)
-    mean = torch.from_numpy(gaussian.center) + torch.from_numpy(gaussian.half_range) * torch.tanh(head) \
-        if bounded else head
+    mean = (
+        torch.from_numpy(gaussian.center) + torch.from_numpy(gaussian.half_range) * torch.tanh(head)
+        if bounded
+        else head
+    )
     normal = Normal(mean, log_std.exp())
     ((normal.log_prob(actions).sum(-1) * d_log_probs).sum() + (normal.entropy().sum(-1) * d_entropies).sum()).backward()
-    d_head, d_log_std = gaussian.backward(head.detach().numpy(), log_std.detach().numpy(), actions.numpy(),
-                                          d_log_probs.numpy(), d_entropies.numpy())
+    d_head, d_log_std = gaussian.backward(
+        head.detach().numpy(), log_std.detach().numpy(), actions.numpy(), d_log_probs.numpy(), d_entropies.numpy()
+    )
     assert_close(torch.from_numpy(d_head), head.grad)
     assert_close(torch.from_numpy(d_log_std), log_std.grad)
 
@@ -146,22 +151,46 @@ def stepped_with_autograd(model, observations: list, state, restarted: np.ndarra
     return torch.stack(heads), torch.stack(values)
 
 
-@pytest.mark.parametrize("env, envs, learner, core", [
-    ("CartPole-v1", 8, "numpy", "lstm"), ("CartPole-v1", 2, "numpy", "lstm"), ("Pendulum-v1", 3, "numpy", "lstm"),
-    ("CartPole-v1", 8, "torch", "lstm"), ("Pendulum-v1", 3, "torch", "none"), ("CartPole-v1", 2, "numpy", "none"),
-    (MASKED, 8, "numpy", "lstm"), (MASKED, 4, "torch", "none")])
+@pytest.mark.parametrize(
+    "env, envs, learner, core",
+    [
+        ("CartPole-v1", 8, "numpy", "lstm"),
+        ("CartPole-v1", 2, "numpy", "lstm"),
+        ("Pendulum-v1", 3, "numpy", "lstm"),
+        ("CartPole-v1", 8, "torch", "lstm"),
+        ("Pendulum-v1", 3, "torch", "none"),
+        ("CartPole-v1", 2, "numpy", "none"),
+        (MASKED, 8, "numpy", "lstm"),
+        (MASKED, 4, "torch", "none"),
+    ],
+)
 def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, monkeypatch):
     """The whole chain (advantages, loss, distribution, heads, LSTM, encoder) against autograd; with
     action masks, of the masked policy."""
     torch.manual_seed(0)
-    config = Config(env=env, envs_per_process=envs, t_max=30, max_grad_norm=1e9, entropy_coef=0.05,
-                    value_loss_coef=0.3, gae_lambda=0.9, learner=learner, core=core, hidden_sizes=(16, 16))
+    config = Config(
+        env=env,
+        envs_per_process=envs,
+        t_max=30,
+        max_grad_norm=1e9,
+        entropy_coef=0.05,
+        value_loss_coef=0.3,
+        gae_lambda=0.9,
+        learner=learner,
+        core=core,
+        hidden_sizes=(16, 16),
+    )
     learner = ActorLearner(config, worker_seeds(config, rank=0))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state
     spies = {}
-    for owner, name in [(a3c.learn.learner, "a3c_loss"), (learner.policy, "backward"), (learner.policy, "act"),
-                        (learner.policy, "begin_rollout"), (learner.distribution, "log_prob_entropy"),
-                        (a3c.learn.learner, "mask_logits")]:
+    for owner, name in [
+        (a3c.learn.learner, "a3c_loss"),
+        (learner.policy, "backward"),
+        (learner.policy, "act"),
+        (learner.policy, "begin_rollout"),
+        (learner.distribution, "log_prob_entropy"),
+        (a3c.learn.learner, "mask_logits"),
+    ]:
         spies[name] = Spy(getattr(owner, name))
         monkeypatch.setattr(owner, name, spies[name])
     grad, _ = learner.compute_gradient()
@@ -190,12 +219,16 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
             policy = policy.masked_fill(~masks, -1e30)
         dist = TorchCategorical(logits=policy)
         log_probs, entropies = dist.log_prob(torch.from_numpy(actions)), dist.entropy()
-    weights = torch.ones_like(values) / values.numel() if mask is None else \
-        torch.from_numpy(mask).float() / float(mask.sum())
+    weights = (
+        torch.ones_like(values) / values.numel() if mask is None else torch.from_numpy(mask).float() / float(mask.sum())
+    )
     advantages = torch.from_numpy(advantages)
     targets = advantages + values.detach()
-    loss = (-(weights * log_probs * advantages).sum() + 0.3 * 0.5 * (weights * (targets - values) ** 2).sum()
-            - 0.05 * (weights * entropies).sum())
+    loss = (
+        -(weights * log_probs * advantages).sum()
+        + 0.3 * 0.5 * (weights * (targets - values) ** 2).sum()
+        - 0.05 * (weights * entropies).sum()
+    )
     loss.backward()
     assert torch.count_nonzero(learner.flat_grad) > learner.flat_grad.numel() // 2  # compared on real numbers
     assert_close(ours, learner.flat_grad, rtol=1e-4, atol=1e-6)

@@ -14,8 +14,17 @@ from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
 from .conftest import REPO_ROOT
 
-CUE_RUN = dict(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5, eval_interval=0.2,
-               eval_episodes=5, log_interval=500, target_return=None, tensorboard=False)
+CUE_RUN = dict(
+    env="tests.cue_env:Cue-v0",
+    num_processes=2,
+    envs_per_process=4,
+    t_max=5,
+    eval_interval=0.2,
+    eval_episodes=5,
+    log_interval=500,
+    target_return=None,
+    tensorboard=False,
+)
 
 
 class Recorder(a3c.Callback):
@@ -44,8 +53,10 @@ def csv_rows(path) -> list[dict]:
 
 
 def same_row(row: dict, written: dict, columns: list[str]) -> bool:
-    return all(float(written[c]) == pytest.approx(float(row[c]), nan_ok=True, rel=1e-6, abs=1e-6)  # CSV: 6 decimals
-               for c in columns)
+    return all(
+        float(written[c]) == pytest.approx(float(row[c]), nan_ok=True, rel=1e-6, abs=1e-6)  # CSV: 6 decimals
+        for c in columns
+    )
 
 
 class RecordUntilEvaluated(Recorder):
@@ -99,8 +110,7 @@ def test_a_callback_stops_the_run_cleanly_by_asking_or_by_raising(tmp_path, capf
     assert "Traceback" not in err
     if stop_reason == "callback_failed":
         (line,) = [line for line in err.splitlines() if line.startswith("callback Raises")]
-        assert line == ("callback Raises raised RuntimeError in on_evaluation: the tracking server is down; "
-                        "stopping")
+        assert line == ("callback Raises raised RuntimeError in on_evaluation: the tracking server is down; stopping")
 
 
 def test_the_guides_callback_stops_as_it_says():
@@ -111,4 +121,8 @@ def test_the_guides_callback_stops_as_it_says():
     callback = namespace["StopWhenSteady"]()
     row = {"mean_return": 480.0, "confirmation": 0}
     assert [bool(callback.on_evaluation(r)) for r in (row, {**row, "confirmation": 1}, row, row)] == [
-        False, False, False, True]  # three evaluations, the confirmation not counted
+        False,
+        False,
+        False,
+        True,
+    ]  # three evaluations, the confirmation not counted

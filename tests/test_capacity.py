@@ -30,10 +30,15 @@ from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 GB = 2**30
 
 
-@pytest.mark.parametrize("env_id, settings", [
-    ("CartPole-v1", {}), ("CartPole-v1", {"core": "none", "hidden_sizes": (32, 16)}),
-    ("Pendulum-v1", {"normalize_obs": True}), ("CartPole-v1", {"noise": False, "center_values": "on"}),
-])
+@pytest.mark.parametrize(
+    "env_id, settings",
+    [
+        ("CartPole-v1", {}),
+        ("CartPole-v1", {"core": "none", "hidden_sizes": (32, 16)}),
+        ("Pendulum-v1", {"normalize_obs": True}),
+        ("CartPole-v1", {"noise": False, "center_values": "on"}),
+    ],
+)
 def test_the_network_is_sized_as_built(env_id, settings):
     config = Config(env=env_id, **settings)
     spec = env_spec(env_id)
@@ -48,10 +53,12 @@ def test_a_frames_network_is_sized_as_built_without_a_trial_pass(frames):
     model = build_model(config, spec)
     assert network_size(config, spec) == sum(t.numel() for t in (*model.parameters(), *model.buffers()))
     assert model(torch.zeros(1, *frames, dtype=torch.uint8), ())[0].shape == (1, 4)  # the flat size fits
-    code = ("import sys, numpy as np; from a3c.run.capacity import network_size; from a3c.config.settings import Config; "
-            "from a3c.envs.spec import EnvSpec; "
-            f"network_size(Config(core='none'), EnvSpec({frames}, 4, 0, None, obs_dtype=np.uint8)); "
-            "print('torch._dynamo' in sys.modules)")
+    code = (
+        "import sys, numpy as np; from a3c.run.capacity import network_size; from a3c.config.settings import Config; "
+        "from a3c.envs.spec import EnvSpec; "
+        f"network_size(Config(core='none'), EnvSpec({frames}, 4, 0, None, obs_dtype=np.uint8)); "
+        "print('torch._dynamo' in sys.modules)"
+    )
     imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert imported.stdout.strip() == "False"  # a forward pass on the meta device imports it: 1.3 s
 
@@ -71,8 +78,9 @@ def test_every_copy_of_the_network_and_every_worker_is_counted():
     one, two = (estimate(Config(num_processes=n, replay_ratio=0), spec, 1_000_000) for n in (1, 2))
     assert one.network == 4_000_000 and one.shared == 3 * one.network  # weights and Adam's two moments
     assert two.memory - one.memory == one.per_worker >= 2 * one.network + PROCESS_BYTES  # a copy and its gradient
-    replaying = estimate(Config(num_processes=1, replay_ratio=1, replay_capacity=100, t_max=20, envs_per_process=1),
-                         spec, 1_000_000)
+    replaying = estimate(
+        Config(num_processes=1, replay_ratio=1, replay_capacity=100, t_max=20, envs_per_process=1), spec, 1_000_000
+    )
     assert replaying.replay == 2 * 100 * 20 * 4 * 4  # observations and final observations of 100 rollouts
     assert estimate(Config(optimizer="rmsprop"), spec, 10).shared == 2 * 40
 
@@ -82,14 +90,18 @@ def check(config: Config, numbers: int = 10_000, memory=64 * GB, shm=64 * GB, di
 
 
 def test_what_the_machine_cannot_hold_is_refused_naming_the_option_the_estimate_and_what_is_there():
-    with pytest.raises(ConfigError, match=r"^--hidden-sizes 64: the run needs about [\d.]+ GB of memory .*"
-                                          r"; 1\.0 GB is available"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^--hidden-sizes 64: the run needs about [\d.]+ GB of memory .*"
+        r"; 1\.0 GB is available",
+    ):
         check(Config(num_processes=2), numbers=300_000_000, memory=GB)
     with pytest.raises(ConfigError, match=r"^--num-processes 500: .*; 1\.0 GB is available"):
         check(Config(num_processes=500, replay_ratio=0), memory=GB)
     with pytest.raises(ConfigError, match=r"^--replay-capacity 100000: "):
-        check(Config(num_processes=2, replay_ratio=1, replay_capacity=100_000, envs_per_process=64, t_max=64),
-              memory=GB)
+        check(
+            Config(num_processes=2, replay_ratio=1, replay_capacity=100_000, envs_per_process=64, t_max=64), memory=GB
+        )
     with pytest.raises(ConfigError, match=r"^--hidden-sizes 64: .* shared memory; /dev/shm has 64\.0 MB free"):
         check(Config(num_processes=2), numbers=30_000_000, shm=64 * 2**20)
     with pytest.raises(ConfigError, match=r"^--run-dir run: the checkpoints need about .*; 1\.0 MB is free there"):
@@ -110,11 +122,14 @@ def test_the_tasks_of_this_user_are_counted():
     assert user_tasks(os.getuid()) >= torch.get_num_threads()  # this process's own threads at least
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--hidden-sizes", "10000000"], ["--hidden-sizes 10000000: the run needs about", "PB of memory", "available"]),
-    (["--replay-capacity", "100000000", "--replay-ratio", "1"], ["--replay-capacity 100000000:", "available"]),
-    (["--num-processes", "100000"], ["--num-processes must be in [1, 1024]"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--hidden-sizes", "10000000"], ["--hidden-sizes 10000000: the run needs about", "PB of memory", "available"]),
+        (["--replay-capacity", "100000000", "--replay-ratio", "1"], ["--replay-capacity 100000000:", "available"]),
+        (["--num-processes", "100000"], ["--num-processes must be in [1, 1024]"]),
+    ],
+)
 def test_the_cli_refuses_what_cannot_fit_in_one_line_and_writes_nothing(tmp_path, args, words):
     run_dir = tmp_path / "run"
     began = time.monotonic()

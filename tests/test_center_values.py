@@ -24,8 +24,9 @@ UPDATES = 40
 
 def trained_learner(center_values: str) -> ActorLearner:
     """One learner's UPDATES Adam steps on Acrobot at its preset's lr, with the LSTM."""
-    config = Config.for_env("Acrobot-v1", core="lstm", critic="shared", center_values=center_values,
-                            replay_ratio=0.0, envs_per_process=4)
+    config = Config.for_env(
+        "Acrobot-v1", core="lstm", critic="shared", center_values=center_values, replay_ratio=0.0, envs_per_process=4
+    )
     torch.manual_seed(0)
     learner = ActorLearner(config, worker_seeds(config, rank=0))
     optimizer = make_optimizer(config.optimizer, [learner.flat_params], config.lr)

@@ -38,8 +38,13 @@ def test_round_trip_keeps_weights_config_and_numbers(tmp_path):
     torch.manual_seed(0)
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,), noisy=True))
     path = tmp_path / "sub" / "ck.pt"  # the parent folder is created
-    payload = {"config": Config(env="CartPole-v1", seed=3).to_dict(), "model": model.state_dict(),
-               "env_steps": 1234, "eval_return": 99.5, "optimizer": {"steps": torch.tensor(7.0, dtype=torch.float64)}}
+    payload = {
+        "config": Config(env="CartPole-v1", seed=3).to_dict(),
+        "model": model.state_dict(),
+        "env_steps": 1234,
+        "eval_return": 99.5,
+        "optimizer": {"steps": torch.tensor(7.0, dtype=torch.float64)},
+    }
     save_checkpoint(path, payload)
     loaded = load_checkpoint(path)
     assert loaded["config"] == payload["config"]
@@ -103,8 +108,11 @@ def test_truncated_checkpoint_is_refused(tmp_path):
         load_checkpoint(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"x", b"this is not a checkpoint\n", b"hello world", b"PK\x03\x04 broken zip"],
-                         ids=["empty", "x", "text", "hello", "broken-zip"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"x", b"this is not a checkpoint\n", b"hello world", b"PK\x03\x04 broken zip"],
+    ids=["empty", "x", "text", "hello", "broken-zip"],
+)
 def test_garbage_files_are_refused(tmp_path, content):
     path = tmp_path / "ck.pt"
     path.write_bytes(content)
@@ -126,9 +134,14 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
         load_checkpoint(path)
 
 
-@pytest.mark.parametrize("version, words", [(999, "format 999; a3c .* reads formats 1 to 4; upgrade a3c"),
-                                             (0, "format 0; a3c .* reads formats 1 to 4$"),
-                                             ("2", "format 2; a3c .* reads formats 1 to 4$")])
+@pytest.mark.parametrize(
+    "version, words",
+    [
+        (999, "format 999; a3c .* reads formats 1 to 4; upgrade a3c"),
+        (0, "format 0; a3c .* reads formats 1 to 4$"),
+        ("2", "format 2; a3c .* reads formats 1 to 4$"),
+    ],
+)
 def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
     path = tmp_path / "other.pt"
     torch.save({"format": "a3c-checkpoint", "version": version, "config": {}, "model": {}}, path)
@@ -138,8 +151,13 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
 
 def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_4(tmp_path):
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
-    old = {"format": "a3c-checkpoint", "version": 1, "config": {"env": "CartPole-v1", "hidden_size": 8},
-           "model": model.state_dict(), "env_steps": 5}
+    old = {
+        "format": "a3c-checkpoint",
+        "version": 1,
+        "config": {"env": "CartPole-v1", "hidden_size": 8},
+        "model": model.state_dict(),
+        "env_steps": 5,
+    }
     torch.save(old, tmp_path / "v1.pt")
     loaded = load_checkpoint(tmp_path / "v1.pt")
     assert loaded["version"] == 4 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
@@ -151,8 +169,10 @@ def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
     """Format 2 had no value statistics: its config says so, and its weights load into a network without them."""
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k not in ("center_values", "critic")}
-    torch.save({"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(),
-                "env_steps": 5}, tmp_path / "v2.pt")
+    torch.save(
+        {"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(), "env_steps": 5},
+        tmp_path / "v2.pt",
+    )
     loaded = load_checkpoint(tmp_path / "v2.pt")
     assert loaded["version"] == 4 and loaded["config"]["center_values"] == "off"
     rebuilt, saved_config, _ = model_from_checkpoint(loaded)
@@ -166,8 +186,10 @@ def test_a_format_3_checkpoint_keeps_its_value_head_on_the_lstms_output(tmp_path
     spec = env_spec("CartPole-v1")
     old = build_model(Config(hidden_sizes=(8,), critic="shared"), spec)
     config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k != "critic"}
-    torch.save({"format": "a3c-checkpoint", "version": 3, "config": config, "model": old.state_dict(),
-                "env_steps": 5}, tmp_path / "v3.pt")
+    torch.save(
+        {"format": "a3c-checkpoint", "version": 3, "config": config, "model": old.state_dict(), "env_steps": 5},
+        tmp_path / "v3.pt",
+    )
     rebuilt, saved_config, _ = model_from_checkpoint(load_checkpoint(tmp_path / "v3.pt"))
     assert saved_config.critic == "shared" and rebuilt.critic_encoder is None and rebuilt.value_stats is not None
     own = build_model(Config(hidden_sizes=(8,), critic="own"), spec)
@@ -192,8 +214,14 @@ def test_a_checkpoint_of_version_0_1_loads_and_acts(tmp_path):
 
 def test_the_convolutional_network_keeps_the_parameter_names_of_version_0_1():
     names = list(ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(16,))).state_dict())
-    assert names[:6] == ["encoder.1.0.weight", "encoder.1.0.bias", "encoder.1.2.weight", "encoder.1.2.bias",
-                         "encoder.2.weight", "encoder.2.bias"]
+    assert names[:6] == [
+        "encoder.1.0.weight",
+        "encoder.1.0.bias",
+        "encoder.1.2.weight",
+        "encoder.1.2.bias",
+        "encoder.2.weight",
+        "encoder.2.bias",
+    ]
 
 
 def test_a_checkpoint_says_where_its_action_mask_came_from_and_refuses_an_env_that_differs(tmp_path):
@@ -204,17 +232,27 @@ def test_a_checkpoint_says_where_its_action_mask_came_from_and_refuses_an_env_th
     save_checkpoint(tmp_path / "masked.pt", checkpoint_payload(config, model, env_steps=0))
     assert load_checkpoint(tmp_path / "masked.pt")["spaces"]["action_mask"] == "info"
     assert load_agent(tmp_path / "masked.pt").spec.action_mask == "info"
-    with pytest.raises(CheckpointError, match="with its action mask in its info; tests.masked_env:MaskedCueDict-v0 "
-                                              "gives its action mask in its observation"):
+    with pytest.raises(
+        CheckpointError,
+        match="with its action mask in its info; tests.masked_env:MaskedCueDict-v0 "
+        "gives its action mask in its observation",
+    ):
         load_agent(tmp_path / "masked.pt", env_id="tests.masked_env:MaskedCueDict-v0")
     older = {key: value for key, value in load_checkpoint(tmp_path / "masked.pt").items() if key != "spaces"}
     torch.save(older, tmp_path / "older.pt")
-    assert load_agent(tmp_path / "older.pt", env_id="tests.masked_env:MaskedCueDict-v0").spec.action_mask == "observation"
+    assert (
+        load_agent(tmp_path / "older.pt", env_id="tests.masked_env:MaskedCueDict-v0").spec.action_mask == "observation"
+    )
     cartpole = Config(env="CartPole-v1")
-    save_checkpoint(tmp_path / "cartpole.pt", checkpoint_payload(cartpole, build_model(cartpole, env_spec("CartPole-v1")), 0))
+    save_checkpoint(
+        tmp_path / "cartpole.pt", checkpoint_payload(cartpole, build_model(cartpole, env_spec("CartPole-v1")), 0)
+    )
     assert load_checkpoint(tmp_path / "cartpole.pt")["spaces"] == {  # an env without masks or parts says so
-        "observation_space": str(env_spec("CartPole-v1").observation_space), "action_space": "Discrete(2)",
-        "observation_parts": None, "action_mask": None}
+        "observation_space": str(env_spec("CartPole-v1").observation_space),
+        "action_space": "Discrete(2)",
+        "observation_parts": None,
+        "action_mask": None,
+    }
 
 
 def test_a_checkpoint_of_a_dict_or_tuple_observation_refuses_an_env_whose_parts_differ(tmp_path):
@@ -224,6 +262,9 @@ def test_a_checkpoint_of_a_dict_or_tuple_observation_refuses_an_env_whose_parts_
     assert load_checkpoint(tmp_path / "parts.pt")["spaces"]["observation_parts"] == ["0: one_hot [3]", "1: bits [1]"]
     agent = load_agent(tmp_path / "parts.pt")
     assert agent.act((np.array([2, 0]), np.array([[1], [0]])))[0].shape == (2,)  # a Tuple batch, as parts
-    with pytest.raises(CheckpointError, match=r"read the observation parts \['0: one_hot \[3\]', '1: bits \[1\]'\]; "
-                                              r"CartPole-v1 gives None"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"read the observation parts \['0: one_hot \[3\]', '1: bits \[1\]'\]; "
+        r"CartPole-v1 gives None",
+    ):
         load_agent(tmp_path / "parts.pt", env_id="CartPole-v1")  # 4 floats too

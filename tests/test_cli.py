@@ -17,8 +17,16 @@ from .conftest import assert_one_line_usage_error, run_cli, run_cli_without
 
 pytestmark = pytest.mark.slow  # every test here runs python main.py in a subprocess
 
-SUMMARY_KEYS = {"env", "env_steps", "wall_seconds", "steps_per_second", "best_eval_return", "solved",
-                "solved_env_steps", "solved_wall_seconds"}
+SUMMARY_KEYS = {
+    "env",
+    "env_steps",
+    "wall_seconds",
+    "steps_per_second",
+    "best_eval_return",
+    "solved",
+    "solved_env_steps",
+    "solved_wall_seconds",
+}
 
 
 def read_csv(path) -> tuple[list[str], list[dict]]:
@@ -31,9 +39,25 @@ def read_csv(path) -> tuple[list[str], list[dict]]:
 def cartpole_run(tmp_path_factory):
     """One short CartPole training run through the CLI, shared by the tests below."""
     run_dir = tmp_path_factory.mktemp("cli") / "run"
-    result = run_cli("--env", "CartPole-v1", "--num-processes", "2", "--max-steps", "20000",
-                     "--eval-interval", "0.2", "--eval-episodes", "5", "--print-interval", "0.5",
-                     "--seed", "3", "--run-dir", str(run_dir), timeout=100)
+    result = run_cli(
+        "--env",
+        "CartPole-v1",
+        "--num-processes",
+        "2",
+        "--max-steps",
+        "20000",
+        "--eval-interval",
+        "0.2",
+        "--eval-episodes",
+        "5",
+        "--print-interval",
+        "0.5",
+        "--seed",
+        "3",
+        "--run-dir",
+        str(run_dir),
+        timeout=100,
+    )
     return run_dir, result
 
 
@@ -102,8 +126,9 @@ def test_evaluate_plays_a_checkpoint_and_prints_the_mean(cartpole_run):
 @pytest.mark.timeout(120)
 def test_evaluate_on_an_env_with_other_spaces_is_a_usage_error(cartpole_run):
     run_dir, _ = cartpole_run
-    result = run_cli("evaluate", "--checkpoint", str(run_dir / "checkpoints" / "last.pt"),
-                     "--episodes", "1", "--env", "Acrobot-v1")
+    result = run_cli(
+        "evaluate", "--checkpoint", str(run_dir / "checkpoints" / "last.pt"), "--episodes", "1", "--env", "Acrobot-v1"
+    )
     assert_one_line_usage_error(result, "Acrobot-v1")
 
 
@@ -115,15 +140,19 @@ def test_unknown_env_id_is_a_usage_error(tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
-                                           ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
-                                           ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
-                                           ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
-                                           ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
-                                           ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
-                                           ("tests.masked_env:MaskedCueFirstEpisode-v0",
-                                            ["reset after step 5", "no action_mask"])])
+@pytest.mark.parametrize(
+    "env_id, words",
+    [
+        ("tests.cue_env:CueText-v0", ["action space", "Text"]),
+        ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
+        ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
+        ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
+        ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
+        ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
+        ("tests.masked_env:MaskedCueWrongSize-v0", ["action_mask of shape (3,)"]),
+        ("tests.masked_env:MaskedCueFirstEpisode-v0", ["reset after step 5", "no action_mask"]),
+    ],
+)
 def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_path):
     result = run_cli("--env", env_id, "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, *words)
@@ -131,11 +160,17 @@ def test_unsupported_space_is_a_usage_error_naming_the_space(env_id, words, tmp_
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("args, option", [(["--t-max", "0"], "--t-max"), (["--gamma", "1.5"], "--gamma"),
-                                          (["--target-return", "soon"], "--target-return"),
-                                          (["--optimizer", "sgd"], "--optimizer"),
-                                          (["--ray-address", "auto"], "--ray-address"),
-                                          (["--backend", "ray", "--sync-interval", "0"], "--sync-interval")])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--t-max", "0"], "--t-max"),
+        (["--gamma", "1.5"], "--gamma"),
+        (["--target-return", "soon"], "--target-return"),
+        (["--optimizer", "sgd"], "--optimizer"),
+        (["--ray-address", "auto"], "--ray-address"),
+        (["--backend", "ray", "--sync-interval", "0"], "--sync-interval"),
+    ],
+)
 def test_bad_option_value_is_a_usage_error(args, option, tmp_path):
     result = run_cli(*args, "--env", "CartPole-v1", "--max-steps", "100", "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, option)
@@ -199,8 +234,23 @@ def test_lunar_lander_trains_with_its_preset_and_the_command_line_wins(tmp_path)
     assert listed.returncode == 0 and "LunarLander-v3 --max-steps 3000000 --lr 0.003 --gae-lambda 0.95" in listed.stdout
     pytest.importorskip("Box2D", reason="pip install -r requirements-box2d.txt")
     run_dir = tmp_path / "run"
-    result = run_cli("--env", "LunarLander-v3", "--num-processes", "1", "--envs-per-process", "1", "--t-max", "5",
-                     "--max-steps", "100", "--eval-episodes", "0", "--no-tensorboard", "--run-dir", str(run_dir))
+    result = run_cli(
+        "--env",
+        "LunarLander-v3",
+        "--num-processes",
+        "1",
+        "--envs-per-process",
+        "1",
+        "--t-max",
+        "5",
+        "--max-steps",
+        "100",
+        "--eval-episodes",
+        "0",
+        "--no-tensorboard",
+        "--run-dir",
+        str(run_dir),
+    )
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert config["reward_scale"] == 0.1 and config["gae_lambda"] == 0.95 and config["eval_interval"] == 5.0

@@ -1,7 +1,7 @@
 """Every option of every command (train, evaluate, plot) against values drawn by hypothesis: each is
 either accepted (the command reaches its work) or refused in one 'Error:' line with exit code 2, without a
-traceback and without writing anything. The checks made inside the trainer (the env, --model, the run dir) have tests of their
-own in test_cli.py and test_faults.py."""
+traceback and without writing anything. The checks made inside the trainer (the env, --model, the run
+dir) have tests of their own in test_cli.py and test_faults.py."""
 
 from __future__ import annotations
 
@@ -32,22 +32,54 @@ NAMED_VALUES = {
     "video": ["", "out.mp4", "out.gif", "out.avi", "no/such/out.mp4"],
     "out": ["curves.png", "curves.txt", "", "no/such/curves.png"],
 }
-SPECIAL_TEXT = ["", " ", "-1", "0", "1", "nan", "-inf", "inf", "1e400", "0x10", "1,2", "2,", ",", "64,0", "true",
-                "auto", "none", "lstm", "fork", "ray", "1.5", "-0.0", "9" * 30]
-TEXT = st.one_of(st.sampled_from(SPECIAL_TEXT), st.text(max_size=12), st.integers(-10**6, 10**6).map(str),
-                 st.floats(allow_nan=True, allow_infinity=True).map(repr))
+SPECIAL_TEXT = [
+    "",
+    " ",
+    "-1",
+    "0",
+    "1",
+    "nan",
+    "-inf",
+    "inf",
+    "1e400",
+    "0x10",
+    "1,2",
+    "2,",
+    ",",
+    "64,0",
+    "true",
+    "auto",
+    "none",
+    "lstm",
+    "fork",
+    "ray",
+    "1.5",
+    "-0.0",
+    "9" * 30,
+]
+TEXT = st.one_of(
+    st.sampled_from(SPECIAL_TEXT),
+    st.text(max_size=12),
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
 
 # Each command: the function a valid command line reaches (replaced by a stand-in), and the arguments it
 # always needs.
-COMMANDS = {"train": ("a3c.run.trainer.train", [], ["--run-dir", "run"]),
-            "evaluate": ("a3c.agent.load_agent", ["evaluate"], ["--checkpoint", "last.pt"]),
-            "plot": ("a3c.tools.plot.plot_runs", ["plot"], ["run"])}
+COMMANDS = {
+    "train": ("a3c.run.trainer.train", [], ["--run-dir", "run"]),
+    "evaluate": ("a3c.agent.load_agent", ["evaluate"], ["--checkpoint", "last.pt"]),
+    "plot": ("a3c.tools.plot.plot_runs", ["plot"], ["run"]),
+}
 
 
 def options_of(name: str) -> list[click.Option]:
     command = cli if name == "train" else cli.commands[name]
-    return [param for param in command.params if isinstance(param, click.Option) and not param.is_flag
-            and param.name not in ("help", "resume")]
+    return [
+        param
+        for param in command.params
+        if isinstance(param, click.Option) and not param.is_flag and param.name not in ("help", "resume")
+    ]
 
 
 OPTIONS = [(name, option) for name in COMMANDS for option in options_of(name)]
@@ -101,11 +133,23 @@ def test_every_option_accepts_a_value_or_refuses_it_in_one_line_writing_nothing(
     assert written == []
 
 
-@pytest.mark.parametrize("args", [["--gamma", "nan"], ["--lr", "inf"], ["--target-return", "nan"], ["--t-max", "0"],
-                                  ["--num-processes", "-3"], ["--hidden-sizes", "64,0"], ["--eval-interval", "-inf"],
-                                  ["--max-steps", "1.5"], ["--worker-timeout", "-1"], ["--run-dir", "run\x00dir"],
-                                  ["evaluate", "--checkpoint", "last.pt", "--seed", "-1"],
-                                  ["evaluate", "--checkpoint", "last.pt", "--episodes", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--gamma", "nan"],
+        ["--lr", "inf"],
+        ["--target-return", "nan"],
+        ["--t-max", "0"],
+        ["--num-processes", "-3"],
+        ["--hidden-sizes", "64,0"],
+        ["--eval-interval", "-inf"],
+        ["--max-steps", "1.5"],
+        ["--worker-timeout", "-1"],
+        ["--run-dir", "run\x00dir"],
+        ["evaluate", "--checkpoint", "last.pt", "--seed", "-1"],
+        ["evaluate", "--checkpoint", "last.pt", "--episodes", "0"],
+    ],
+)
 def test_known_bad_values_are_refused(args, tmp_path):
     with mock.patch("a3c.run.trainer.train", stand_in), mock.patch("a3c.agent.load_agent", stand_in), chdir(tmp_path):
         result = CliRunner().invoke(cli, args)

@@ -7,15 +7,27 @@ import pytest
 from a3c.config.settings import Config, ConfigError
 
 
-@pytest.mark.parametrize("field, value, option", [
-    ("t_max", 0, "--t-max"), ("gamma", 1.5, "--gamma"), ("gamma", 0.0, "--gamma"),
-    ("num_processes", 0, "--num-processes"), ("lr", 0.0, "--lr"), ("gae_lambda", 1.1, "--gae-lambda"),
-    ("optimizer", "sgd", "--optimizer"), ("eval_episodes", -1, "--eval-episodes"),
-    ("target_return", "soon", "--target-return"), ("max_grad_norm", 0.0, "--max-grad-norm"),
-    ("backend", "mpi", "--backend"), ("ray_address", "auto", "--ray-address"), ("nodes", -1, "--nodes"),
-    ("sync_interval", 0, "--sync-interval"), ("global_shards", -1, "--global-shards"),
-    ("placement_timeout", 0.0, "--placement-timeout"),
-])
+@pytest.mark.parametrize(
+    "field, value, option",
+    [
+        ("t_max", 0, "--t-max"),
+        ("gamma", 1.5, "--gamma"),
+        ("gamma", 0.0, "--gamma"),
+        ("num_processes", 0, "--num-processes"),
+        ("lr", 0.0, "--lr"),
+        ("gae_lambda", 1.1, "--gae-lambda"),
+        ("optimizer", "sgd", "--optimizer"),
+        ("eval_episodes", -1, "--eval-episodes"),
+        ("target_return", "soon", "--target-return"),
+        ("max_grad_norm", 0.0, "--max-grad-norm"),
+        ("backend", "mpi", "--backend"),
+        ("ray_address", "auto", "--ray-address"),
+        ("nodes", -1, "--nodes"),
+        ("sync_interval", 0, "--sync-interval"),
+        ("global_shards", -1, "--global-shards"),
+        ("placement_timeout", 0.0, "--placement-timeout"),
+    ],
+)
 def test_bad_values_name_the_option(field, value, option):
     with pytest.raises(ConfigError, match=option):
         Config(**{field: value})

@@ -29,8 +29,10 @@ def trained_config(*args: str) -> tuple[int, Config | None, str]:
 
 def test_the_file_sets_options_on_top_of_the_preset_and_the_command_line_wins(tmp_path):
     path = tmp_path / "run.toml"
-    path.write_text('env = "Acrobot-v1"\nnum-processes = 3\nhidden_sizes = [32, 32]\nlr = 0.001\n'
-                    'normalize-obs = true\ntarget-return = "none"\n')
+    path.write_text(
+        'env = "Acrobot-v1"\nnum-processes = 3\nhidden_sizes = [32, 32]\nlr = 0.001\n'
+        'normalize-obs = true\ntarget-return = "none"\n'
+    )
     code, config, output = trained_config("--config", str(path), "--lr", "0.002", "--run-dir", "run")
     assert code == 0, output
     assert (config.env, config.num_processes, config.hidden_sizes) == ("Acrobot-v1", 3, (32, 32))
@@ -48,16 +50,19 @@ def test_a_runs_config_json_repeats_the_run_in_a_new_run_dir(tmp_path):
     assert Config.from_file(path) == saved.replace(run_dir="")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("lr = 0.001\nbatch-size = 64\n", ["unknown key 'batch-size'"]),
-    ("lr = 'fast'\n", ["lr must be a number, got 'fast'"]),
-    ("num-processes = 2.5\n", ["num-processes must be an integer"]),
-    ("noise = 1\n", ["noise must be true or false"]),
-    ("hidden-sizes = [64, 'x']\n", ["hidden-sizes must be a list of integers"]),
-    ("lr = -1\n", ["--lr must be > 0, got -1.0"]),
-    ("num-processes = 2\nnum_processes = 3\n", ["num_processes is given twice"]),
-    ("lr = \n", ["not valid TOML"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("lr = 0.001\nbatch-size = 64\n", ["unknown key 'batch-size'"]),
+        ("lr = 'fast'\n", ["lr must be a number, got 'fast'"]),
+        ("num-processes = 2.5\n", ["num-processes must be an integer"]),
+        ("noise = 1\n", ["noise must be true or false"]),
+        ("hidden-sizes = [64, 'x']\n", ["hidden-sizes must be a list of integers"]),
+        ("lr = -1\n", ["--lr must be > 0, got -1.0"]),
+        ("num-processes = 2\nnum_processes = 3\n", ["num_processes is given twice"]),
+        ("lr = \n", ["not valid TOML"]),
+    ],
+)
 def test_a_bad_file_is_refused_in_one_line_naming_the_file_and_the_key(tmp_path, text, words):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -87,4 +92,10 @@ def test_the_guides_example_file_reads_as_it_says(tmp_path):
     path.write_text(re.search(r"```toml\n(.*?)```", guide, re.S).group(1))
     config = Config.from_file(path, seed=3)
     assert (config.env, config.num_processes, config.core, config.lr, config.target_return, config.seed) == (
-        "Acrobot-v1", 8, "lstm", 0.003, -100.0, 3)
+        "Acrobot-v1",
+        8,
+        "lstm",
+        0.003,
+        -100.0,
+        3,
+    )

@@ -1,4 +1,4 @@
-""""Solved" that a second look confirms: an evaluation reaching the target is replayed on new episodes.
+""" "Solved" that a second look confirms: an evaluation reaching the target is replayed on new episodes.
 
 CoinFlip-v0 (tests/cue_env.py) pays a fair coin whatever the policy does: 17% of 10-episode means
 reach its target of 0.7 by luck, a 100-episode mean almost never (4e-5).
@@ -23,9 +23,20 @@ TARGET = 0.7
 
 def coin_run(tmp_path, quiet, **options) -> tuple[dict, list[dict]]:
     """A short run on the coin: one worker, an evaluation of 10 episodes every 20 ms."""
-    config = Config(env=COIN, num_processes=1, envs_per_process=4, t_max=5, max_steps=30_000, seed=3,
-                    eval_episodes=10, eval_interval=0.02, run_dir=str(tmp_path / "run"), print_interval=60.0,
-                    tensorboard=False, **options)
+    config = Config(
+        env=COIN,
+        num_processes=1,
+        envs_per_process=4,
+        t_max=5,
+        max_steps=30_000,
+        seed=3,
+        eval_episodes=10,
+        eval_interval=0.02,
+        run_dir=str(tmp_path / "run"),
+        print_interval=60.0,
+        tensorboard=False,
+        **options,
+    )
     summary = train(config, print_fn=quiet).summary
     with open(tmp_path / "run" / "eval.csv", newline="") as file:
         return summary, list(csv.DictReader(file))

@@ -91,9 +91,19 @@ def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_continuous_task_is_learned(tmp_path, quiet):
-    config = Config(env=CONTINUOUS_CUE, num_processes=2, envs_per_process=8, t_max=5, hidden_sizes=(32,),
-                    max_steps=150_000, eval_interval=0.2, eval_episodes=20, print_interval=60.0,
-                    tensorboard=False, run_dir=str(tmp_path / "run"))
+    config = Config(
+        env=CONTINUOUS_CUE,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=5,
+        hidden_sizes=(32,),
+        max_steps=150_000,
+        eval_interval=0.2,
+        eval_episodes=20,
+        print_interval=60.0,
+        tensorboard=False,
+        run_dir=str(tmp_path / "run"),
+    )
     summary = train(config, print_fn=quiet).summary
     # random play (std 1 around a random mean) earns about -1.3; the optimum earns 0
     assert summary["best_eval_return"] > -0.05, summary

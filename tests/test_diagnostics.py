@@ -33,7 +33,7 @@ def test_an_lstm_built_to_saturate_is_seen_saturated():
     with torch.no_grad():
         model.lstm.weight_ih_l0.mul_(50)
         model.lstm.bias_ih_l0.fill_(10.0)  # input, forget and output gates wide open...
-        model.lstm.bias_ih_l0[2 * size:3 * size] = 0.0  # ...and the candidate follows the input
+        model.lstm.bias_ih_l0[2 * size : 3 * size] = 0.0  # ...and the candidate follows the input
     steady = observations(steps=1).expand(30, -1, -1)  # the same observation every step
     found = network_diagnostics(model, steady)
     assert found["gate_saturation"] > 0.8
@@ -47,8 +47,10 @@ def test_restarts_zero_the_state_as_in_training():
         model.lstm.bias_ih_l0.fill_(5.0)
     obs = observations(steps=40)
     every_step = torch.ones(40, 8, dtype=torch.bool)
-    assert (network_diagnostics(model, obs, every_step)["cell_abs_mean"]
-            < network_diagnostics(model, obs)["cell_abs_mean"] / 5)
+    assert (
+        network_diagnostics(model, obs, every_step)["cell_abs_mean"]
+        < network_diagnostics(model, obs)["cell_abs_mean"] / 5
+    )
 
 
 def test_logit_noise_against_the_spread_over_the_batch():

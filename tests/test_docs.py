@@ -35,8 +35,9 @@ def test_the_run_directory_page_lists_every_column_the_code_writes(tmp_path):
     page = DOCS / "reference" / "run-directory.md"
     assert table_rows(page, "metrics.csv") == TRAIN_COLUMNS
     assert table_rows(page, "eval.csv") == EVAL_COLUMNS
-    writer = MetricsWriter(MetricsSettings(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0), 0.0,
-                           Console(lambda *a, **k: None))
+    writer = MetricsWriter(
+        MetricsSettings(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0), 0.0, Console(lambda *a, **k: None)
+    )
     local_keys = set(writer.summary("CartPole-v1", 0, 475.0, "max_steps")) | {"phases"}
     writer.close()
     assert set(table_rows(page, "summary.json")) == local_keys | RAY_SUMMARY_KEYS
@@ -56,7 +57,7 @@ def getting_started_blocks() -> list[tuple[str, str]]:
     text = (DOCS / "getting-started.md").read_text()
     blocks = []
     for match in re.finditer(r"^```(\w+)\n(.*?)^```", text, re.S | re.M):
-        before = text[:match.start()].rstrip().splitlines()[-1]
+        before = text[: match.start()].rstrip().splitlines()[-1]
         if match.group(1) in ("bash", "python") and not before.startswith(SETUP_MARK):
             blocks.append((match.group(1), match.group(2)))
     return blocks
@@ -89,21 +90,33 @@ def test_the_getting_started_examples_run_as_written(tmp_path):
             script.write_text(code)
             # the package as `pip install -e .` makes it importable, whether or not this interpreter has it installed
             path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-            result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                                    timeout=120, env={**os.environ, "PYTHONPATH": path})
+            result = subprocess.run(
+                [sys.executable, str(script)],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "PYTHONPATH": path},
+            )
             assert result.returncode == 0, result.stderr
             assert "solved" in result.stdout and "action for the upright pole at rest:" in result.stdout
     assert (tmp_path / "runs" / "cartpole" / "summary.json").exists() and (tmp_path / "cartpole.png").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="the site needs its extra: pip install -r requirements-docs.txt")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None, reason="the site needs its extra: pip install -r requirements-docs.txt"
+)
 @pytest.mark.timeout(180)
 def test_the_site_builds_without_a_warning(tmp_path):
     """mkdocs build --strict: a broken link, a page missing from the nav or an API reference that does
     not resolve fails."""
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
-                            cwd=REPO_ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 0, result.stderr
     cli_page = (tmp_path / "reference" / "cli" / "index.html").read_text()
     assert "--center-values" in cli_page and "--confirm-episodes" in cli_page  # generated from click

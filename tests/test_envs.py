@@ -34,12 +34,17 @@ def test_unknown_module_is_an_env_error():
         make_env("no_such_module_xyz:Cue-v0")
 
 
-@pytest.mark.parametrize("env_id, words", [("tests.cue_env:CueText-v0", ["action space", "Text"]),
-                                           ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
-                                           ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
-                                           ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
-                                           ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
-                                           ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"])])
+@pytest.mark.parametrize(
+    "env_id, words",
+    [
+        ("tests.cue_env:CueText-v0", ["action space", "Text"]),
+        ("tests.cue_env:CueUnboundedBox-v0", ["action space", "Box", "bounded"]),
+        ("tests.cue_env:CueTextObs-v0", ["observation space", "Text"]),
+        ("tests.cue_env:CueSequenceObs-v0", ["observation space", "Sequence"]),
+        ("tests.cue_env:CueGraphObs-v0", ["observation space", "Graph"]),
+        ("tests.structured_env:CueAndText-v0", ["observation space", "part 'note' is a Text"]),
+    ],
+)
 def test_unsupported_spaces_are_refused_naming_the_space(env_id, words):
     with pytest.raises(EnvError) as info:
         make_env(env_id)
@@ -149,19 +154,33 @@ def test_an_env_batch_gives_the_action_mask_of_the_observation_it_hands_over(env
     batch.close()
 
 
-@pytest.mark.parametrize("env_id, words", [
-    ("MaskedCueWrongSize-v0", "at its first reset: an action_mask of shape (3,), where its action space Discrete(4) "
-                              "needs (4,)"),
-    ("MaskedCueResetOnly-v0", "at its step 1: no action_mask in its info, where its first reset gave one"),
-    ("MaskedCueFirstEpisode-v0", "at its reset after step 5: no action_mask in its info, where its first reset gave one")])
+@pytest.mark.parametrize(
+    "env_id, words",
+    [
+        (
+            "MaskedCueWrongSize-v0",
+            "at its first reset: an action_mask of shape (3,), where its action space Discrete(4) needs (4,)",
+        ),
+        ("MaskedCueResetOnly-v0", "at its step 1: no action_mask in its info, where its first reset gave one"),
+        (
+            "MaskedCueFirstEpisode-v0",
+            "at its reset after step 5: no action_mask in its info, where its first reset gave one",
+        ),
+    ],
+)
 def test_a_mask_of_the_wrong_size_or_that_comes_only_sometimes_is_refused_at_start_up(env_id, words):
     with pytest.raises(EnvError) as info:
         env_spec(MASKED + env_id)
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("env_id, words", [("MaskedCueStops-v0", "no action_mask in its info, where its first reset gave one"),
-                                           ("MaskedCueStarts-v0", "an action_mask in its info, where its first reset gave none")])
+@pytest.mark.parametrize(
+    "env_id, words",
+    [
+        ("MaskedCueStops-v0", "no action_mask in its info, where its first reset gave one"),
+        ("MaskedCueStarts-v0", "an action_mask in its info, where its first reset gave none"),
+    ],
+)
 def test_a_mask_that_stops_after_the_start_up_checks_fails_the_batch_in_one_line(env_id, words):
     batch = EnvBatch(MASKED + env_id, seeds=[0])
     with pytest.raises(EnvError) as info:
@@ -171,10 +190,14 @@ def test_a_mask_that_stops_after_the_start_up_checks_fails_the_batch_in_one_line
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("env_id, parts, first", [
-    ("tests.structured_env:CueAndBit-v0", ["0: one_hot [3]", "1: bits [1]"], None),
-    ("tests.structured_env:FrameAndVector-v0", ["frame: frames [1, 6, 6]", "vector: box [2]"], None),
-    ("tests.masked_env:MaskedCueParts-v0", ["cue: box [4]", "step: one_hot [5]"], "observation")])
+@pytest.mark.parametrize(
+    "env_id, parts, first",
+    [
+        ("tests.structured_env:CueAndBit-v0", ["0: one_hot [3]", "1: bits [1]"], None),
+        ("tests.structured_env:FrameAndVector-v0", ["frame: frames [1, 6, 6]", "vector: box [2]"], None),
+        ("tests.masked_env:MaskedCueParts-v0", ["cue: box [4]", "step: one_hot [5]"], "observation"),
+    ],
+)
 def test_a_dict_or_tuple_observation_becomes_its_parts_encoded_side_by_side(env_id, parts, first):
     """A Discrete part one-hot, bits and frames as floats, a Box as it is; an action mask beside two parts."""
     spec = env_spec(env_id)
@@ -206,14 +229,30 @@ def test_a_mask_is_checked_for_its_size_values_and_a_legal_choice_in_every_part(
 
 
 def test_parts_are_encoded_by_their_kind_and_nested_ones_refused():
-    space = gym.spaces.Dict({"d": gym.spaces.Discrete(3, start=2), "m": gym.spaces.MultiDiscrete([2, 3]),
-                             "b": gym.spaces.Box(-1, 1, (2, 2)), "f": gym.spaces.Box(0, 255, (2, 3, 3), np.uint8),
-                             "bits": gym.spaces.MultiBinary(2)})
+    space = gym.spaces.Dict(
+        {
+            "d": gym.spaces.Discrete(3, start=2),
+            "m": gym.spaces.MultiDiscrete([2, 3]),
+            "b": gym.spaces.Box(-1, 1, (2, 2)),
+            "f": gym.spaces.Box(0, 255, (2, 3, 3), np.uint8),
+            "bits": gym.spaces.MultiBinary(2),
+        }
+    )
     parts = observation_parts(space)  # in the space's order of keys: gymnasium sorts them
     assert [(part.key, part.kind, part.size) for part in parts] == [
-        ("b", "box", 4), ("bits", "bits", 2), ("d", "one_hot", 3), ("f", "frames", 18), ("m", "one_hot", 5)]
-    obs = {"d": np.array([4, 2]), "m": np.array([[1, 0], [0, 2]]), "b": np.arange(8).reshape(2, 2, 2),
-           "f": np.full((2, 2, 3, 3), 255, np.uint8), "bits": np.array([[1, 0], [0, 1]])}
+        ("b", "box", 4),
+        ("bits", "bits", 2),
+        ("d", "one_hot", 3),
+        ("f", "frames", 18),
+        ("m", "one_hot", 5),
+    ]
+    obs = {
+        "d": np.array([4, 2]),
+        "m": np.array([[1, 0], [0, 2]]),
+        "b": np.arange(8).reshape(2, 2, 2),
+        "f": np.full((2, 2, 3, 3), 255, np.uint8),
+        "bits": np.array([[1, 0], [0, 1]]),
+    }
     flat = flatten_batch(parts, obs)
     assert flat[1, :4].tolist() == [4, 5, 6, 7] and flat[1, 4:6].tolist() == [0, 1] and (flat[:, 9:27] == 255).all()
     assert flat[0, 6:9].tolist() == [0, 0, 1] and flat[1, 6:9].tolist() == [1, 0, 0]  # Discrete(3, start=2)

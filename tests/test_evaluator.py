@@ -28,4 +28,4 @@ def test_many_episodes_are_played_a_batch_of_envs_at_a_time(monkeypatch):
     assert made == [evaluator.EVALUATION_BATCH, evaluator.EVALUATION_BATCH, 3]
     assert len(returns) == episodes and all(r >= 1 for r in returns)
     # the first batch is the same episodes as an evaluation of that many alone
-    assert returns[:evaluator.EVALUATION_BATCH] == evaluator.evaluate_agent(agent, evaluator.EVALUATION_BATCH, seed=7)
+    assert returns[: evaluator.EVALUATION_BATCH] == evaluator.evaluate_agent(agent, evaluator.EVALUATION_BATCH, seed=7)

@@ -83,11 +83,20 @@ CASES = {
 }
 
 
-STATE_NAMES = {"cartpole-lstm": ["h", "c"], "cartpole-feed-forward": [], "pendulum-box-normalised": ["h", "c"],
-               "pendulum-user-module": [], "cartpole-recurrent-user-module": ["state_0"], "multi-discrete": ["h", "c"],
-               "multi-binary": [], "action-mask-in-info": ["h", "c"], "action-mask-in-observation": [],
-               "multi-discrete-action-mask": ["h", "c"], "dict-observation": ["h", "c"],
-               "tuple-observation-user-module": []}
+STATE_NAMES = {
+    "cartpole-lstm": ["h", "c"],
+    "cartpole-feed-forward": [],
+    "pendulum-box-normalised": ["h", "c"],
+    "pendulum-user-module": [],
+    "cartpole-recurrent-user-module": ["state_0"],
+    "multi-discrete": ["h", "c"],
+    "multi-binary": [],
+    "action-mask-in-info": ["h", "c"],
+    "action-mask-in-observation": [],
+    "multi-discrete-action-mask": ["h", "c"],
+    "dict-observation": ["h", "c"],
+    "tuple-observation-user-module": [],
+}
 MASKED = {"action-mask-in-info", "action-mask-in-observation", "multi-discrete-action-mask"}
 
 
@@ -117,7 +126,9 @@ def play_side_by_side(agent, runner, env: gym.Env, state_in: list[str]) -> int:
         outputs = onnx_step(runner, batch, {**mask, **(zeros if starting[0] else onnx_state)})
         onnx_state = {key: outputs[next_state_name(key)] for key in zeros}
         if agent.spec.continuous:
-            np.testing.assert_allclose(outputs["action"], actions, rtol=1e-4, atol=1e-4)  # float32, 1,000 steps of state
+            np.testing.assert_allclose(
+                outputs["action"], actions, rtol=1e-4, atol=1e-4
+            )  # float32, 1,000 steps of state
         else:
             assert outputs["action"].tolist() == actions.tolist()
         taken.add(actions.tobytes())
@@ -185,7 +196,9 @@ def test_the_example_flattens_dict_and_tuple_observations_as_the_trainer_does(tm
     assert play(runner, raw, episodes=10, seed=0) == agent_returns(agent, carried, range(10))
 
 
-@pytest.mark.parametrize("name, source", [("action-mask-in-info", "info"), ("action-mask-in-observation", "observation")])
+@pytest.mark.parametrize(
+    "name, source", [("action-mask-in-info", "info"), ("action-mask-in-observation", "observation")]
+)
 def test_the_example_feeds_the_envs_action_mask_and_plays_no_illegal_action(tmp_path, name, source):
     """On the env as gymnasium makes it: the mask from the info, or split off a Dict observation."""
     config = CASES[name]
@@ -210,17 +223,24 @@ def test_the_example_plays_cartpole_to_500_from_the_onnx_file_without_torch(tmp_
     run_dir = tmp_path / "run"
     # a target of 500 is confirmed only by 100 new episodes that all last 500 steps: a policy that holds
     # (at 475 one policy in a few dropped under 475 on the 5 episodes below)
-    config = Config.for_env("CartPole-v1", num_processes=2, seed=0, run_dir=str(run_dir), print_interval=60.0,
-                            target_return=500.0)
+    config = Config.for_env(
+        "CartPole-v1", num_processes=2, seed=0, run_dir=str(run_dir), print_interval=60.0, target_return=500.0
+    )
     assert train(config, print_fn=quiet).summary["solved"]
     onnx_path = tmp_path / "policy.onnx"
     result = run_cli("export", "--checkpoint", str(run_dir / "checkpoints" / "best.pt"), "--out", str(onnx_path))
     assert result.returncode == 0, result.stderr
     # torch cannot be imported in the example's process: sys.modules["torch"] = None makes `import torch` fail
-    code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
-            "runpy.run_path(sys.argv[0], run_name='__main__')")
-    played = subprocess.run([sys.executable, "-c", code, str(EXAMPLE), str(onnx_path), "--episodes", "5",
-                             "--seed", "1000"], capture_output=True, text=True, timeout=60)
+    code = (
+        "import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    played = subprocess.run(
+        [sys.executable, "-c", code, str(EXAMPLE), str(onnx_path), "--episodes", "5", "--seed", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert played.returncode == 0, played.stderr
     returns = agent_returns(load_agent(run_dir / "checkpoints" / "best.pt"), gym.make("CartPole-v1"), range(1000, 1005))
     assert np.mean(returns) >= 475.0  # the confirmed policy holds on these new episodes

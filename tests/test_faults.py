@@ -23,9 +23,23 @@ from .conftest import (
     wait_for_metrics_rows,
 )
 
-LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
-            "--print-interval", "0.5", "--no-tensorboard", "--log-interval", "2000",
-            "--checkpoint-interval", "1"]
+LONG_RUN = [
+    "--env",
+    "CartPole-v1",
+    "--num-processes",
+    "2",
+    "--target-return",
+    "none",
+    "--max-steps",
+    "50000000",
+    "--print-interval",
+    "0.5",
+    "--no-tensorboard",
+    "--log-interval",
+    "2000",
+    "--checkpoint-interval",
+    "1",
+]
 
 
 def wait_for_file(path, timeout: float = 30) -> None:
@@ -46,7 +60,7 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_trainer_leave
     rows = metrics_rows(run_dir)
     second = run_cli("--resume", str(run_dir), timeout=60)
     assert_one_line_usage_error(second, f"another trainer (pid {process.pid}) is running in {run_dir}")
-    assert metrics_rows(run_dir)[:len(rows)] == rows  # the refused resume dropped no row of the running run
+    assert metrics_rows(run_dir)[: len(rows)] == rows  # the refused resume dropped no row of the running run
 
     os.kill(process.pid, signal.SIGKILL)  # no clean exit: the kernel drops the lock
     process.communicate(timeout=30)
@@ -61,9 +75,23 @@ def start_hanging(process_name: str, tmp_path, *args: str):
     trainer's process once the hang happened."""
     marker = tmp_path / "hung"
     env = dict(os.environ, OMP_NUM_THREADS="1", A3C_TEST_HANG_IN=process_name, A3C_TEST_HANG_MARKER=str(marker))
-    process = start_cli("--env", "tests.hostile_envs:Hang-v0", "--num-processes", "1", "--max-steps", "50000000",
-                        "--target-return", "none", "--worker-timeout", "3", "--print-interval", "0.5",
-                        "--no-tensorboard", *args, env=env)
+    process = start_cli(
+        "--env",
+        "tests.hostile_envs:Hang-v0",
+        "--num-processes",
+        "1",
+        "--max-steps",
+        "50000000",
+        "--target-return",
+        "none",
+        "--worker-timeout",
+        "3",
+        "--print-interval",
+        "0.5",
+        "--no-tensorboard",
+        *args,
+        env=env,
+    )
     wait_for_file(marker)
     return process
 
@@ -72,20 +100,24 @@ def start_hanging(process_name: str, tmp_path, *args: str):
 @pytest.mark.timeout(120)
 def test_a_worker_hung_in_its_env_is_killed_and_restarted_and_training_goes_on(tmp_path):
     run_dir = tmp_path / "run"
-    process = start_hanging("a3c-worker-0", tmp_path, "--eval-episodes", "0", "--log-interval", "2000",
-                            "--run-dir", str(run_dir))
+    process = start_hanging(
+        "a3c-worker-0", tmp_path, "--eval-episodes", "0", "--log-interval", "2000", "--run-dir", str(run_dir)
+    )
     wait_for_metrics_rows(run_dir, 3)  # the only worker hung at its first step: rows come from its replacement
     err = interrupt(process)
-    assert ("worker 0 showed no progress for 3 s (--worker-timeout) and was killed; "
-            "restarting it from the shared weights (1/3)") in err
+    assert (
+        "worker 0 showed no progress for 3 s (--worker-timeout) and was killed; "
+        "restarting it from the shared weights (1/3)"
+    ) in err
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_hung_evaluator_is_killed_and_restarted_and_evaluates_again(tmp_path):
     run_dir = tmp_path / "run"
-    process = start_hanging("a3c-evaluator", tmp_path, "--eval-interval", "0.2", "--eval-episodes", "2",
-                            "--run-dir", str(run_dir))
+    process = start_hanging(
+        "a3c-evaluator", tmp_path, "--eval-interval", "0.2", "--eval-episodes", "2", "--run-dir", str(run_dir)
+    )
     wait_for_metrics_rows(run_dir, 1, name="eval.csv")  # the first evaluation hung: rows come from the new evaluator
     err = interrupt(process)
     assert "the evaluator showed no progress for 3 s (--worker-timeout) and was killed; restarting it (1/3)" in err
@@ -93,16 +125,36 @@ def test_a_hung_evaluator_is_killed_and_restarted_and_evaluates_again(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("env_id, words", [
-    ("WrongShape-v0", "at its step 50: an observation of shape (4,) and dtype float32, where its space declares (3,)"),
-    ("WrongDtype-v0", "at its step 50: an observation of shape (3,) and dtype <U1"),
-    ("NaNObs-v0", "at its step 50: a NaN or infinite observation"),
-    ("ShiftingActions-v0", "its action space became Discrete(5), from Discrete(3)"),
-    ("ResetRaises-v0", "at its step 1: reset raised RuntimeError: the simulator lost its licence")])
+@pytest.mark.parametrize(
+    "env_id, words",
+    [
+        (
+            "WrongShape-v0",
+            "at its step 50: an observation of shape (4,) and dtype float32, where its space declares (3,)",
+        ),
+        ("WrongDtype-v0", "at its step 50: an observation of shape (3,) and dtype <U1"),
+        ("NaNObs-v0", "at its step 50: a NaN or infinite observation"),
+        ("ShiftingActions-v0", "its action space became Discrete(5), from Discrete(3)"),
+        ("ResetRaises-v0", "at its step 1: reset raised RuntimeError: the simulator lost its licence"),
+    ],
+)
 def test_a_hostile_env_fails_its_worker_with_one_line_and_the_run_stops_cleanly(tmp_path, env_id, words):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", f"tests.hostile_envs:{env_id}", "--num-processes", "1", "--max-steps", "100000",
-                     "--eval-episodes", "0", "--max-worker-restarts", "1", "--run-dir", str(run_dir), timeout=100)
+    result = run_cli(
+        "--env",
+        f"tests.hostile_envs:{env_id}",
+        "--num-processes",
+        "1",
+        "--max-steps",
+        "100000",
+        "--eval-episodes",
+        "0",
+        "--max-worker-restarts",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        timeout=100,
+    )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     failures = [line for line in result.stderr.splitlines() if line.startswith("worker 0 failed: ")]
@@ -148,8 +200,14 @@ def test_a_fault_of_the_trainer_itself_leaves_no_child_behind(tmp_path, monkeypa
         raise RuntimeError("a bug in the trainer")
 
     monkeypatch.setattr(MetricsWriter, "handle", broken)
-    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, max_steps=50_000_000,
-                    target_return=None, run_dir=str(tmp_path / "run"))
+    config = Config(
+        env="tests.cue_env:Cue-v0",
+        num_processes=2,
+        envs_per_process=4,
+        max_steps=50_000_000,
+        target_return=None,
+        run_dir=str(tmp_path / "run"),
+    )
     with pytest.raises(RuntimeError, match="a bug in the trainer"):
         train(config, print_fn=quiet)
     deadline = time.monotonic() + 10

@@ -138,8 +138,7 @@ def test_hand_off_across_forked_processes_applies_every_gradient_once():
 
 
 def cue_config(**changes) -> Config:
-    base = Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5,
-                  hidden_sizes=(16,), seed=0)
+    base = Config(env="tests.cue_env:Cue-v0", num_processes=1, envs_per_process=4, t_max=5, hidden_sizes=(16,), seed=0)
     return base.replace(**changes)
 
 

@@ -29,8 +29,9 @@ def contract_layers() -> list[str]:
 
 
 def modules() -> list[str]:
-    return sorted(".".join(path.relative_to(REPO_ROOT).with_suffix("").parts) for path in
-                  (REPO_ROOT / "a3c").rglob("*.py"))
+    return sorted(
+        ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts) for path in (REPO_ROOT / "a3c").rglob("*.py")
+    )
 
 
 def import_cycles(graph) -> list[list[str]]:
@@ -63,8 +64,11 @@ def import_cycles(graph) -> list[list[str]]:
 
 def test_every_module_is_in_a_layer_and_only_the_public_face_is_at_the_top():
     layers = contract_layers()
-    outside = [m for m in modules() if m != "a3c.__init__" and not any(m == layer or m.startswith(layer + ".")
-                                                                       for layer in layers)]
+    outside = [
+        m
+        for m in modules()
+        if m != "a3c.__init__" and not any(m == layer or m.startswith(layer + ".") for layer in layers)
+    ]
     assert outside == []
     top_level = {path.stem for path in (REPO_ROOT / "a3c").glob("*.py")}
     assert top_level == PUBLIC_FACE
@@ -82,9 +86,12 @@ def test_an_import_circle_is_found():
     assert import_cycles(graph) == [["p.a", "p.b", "p.c"]]
 
 
-@pytest.mark.skipif(shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
-                    reason="the lint tools: pip install -r requirements-lint.txt")
+@pytest.mark.skipif(
+    shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
+    reason="the lint tools: pip install -r requirements-lint.txt",
+)
 def test_imports_only_go_down_the_layers():
-    result = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"], cwd=REPO_ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout[-2000:]

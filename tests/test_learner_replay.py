@@ -16,8 +16,9 @@ from a3c.run.trainer import train
 
 
 def learner_for(**options) -> ActorLearner:
-    config = Config(**{"envs_per_process": 8, "t_max": 12, "max_grad_norm": 1e9, "replay_ratio": 1.0,
-                       "gae_lambda": 0.9, **options})
+    config = Config(
+        **{"envs_per_process": 8, "t_max": 12, "max_grad_norm": 1e9, "replay_ratio": 1.0, "gae_lambda": 0.9, **options}
+    )
     torch.manual_seed(0)
     return ActorLearner(config, worker_seeds(config, rank=0))
 
@@ -28,17 +29,20 @@ def test_without_replay_the_learner_keeps_no_memory_and_replays_nothing():
     assert learner.memory is None and learner.replays_due() == 0
 
 
-@pytest.mark.parametrize("options", [
-    {},  # CartPole's vector env: steps that only reset an env, restarts inside the rollout
-    {"learner": "torch"},
-    {"core": "none", "hidden_sizes": (16, 16)},
-    {"env": "Pendulum-v1", "envs_per_process": 3},  # a Gaussian, with its log std
-    {"env": "tests.cue_env:CueTruncated-v0", "envs_per_process": 3},  # time limits: bootstraps from final_obs
-    {"normalize_obs": True},
-    {"env": "tests.masked_env:MaskedCue-v0"},  # action masks: the replay scores the masked policy that acted
-    {"env": "tests.masked_env:MaskedMultiCue-v0", "learner": "torch"},  # a mask of each part of a MultiDiscrete
-    {"env": "tests.structured_env:FrameAndVector-v0", "normalize_obs": True},  # a Dict observation, stored flat
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # CartPole's vector env: steps that only reset an env, restarts inside the rollout
+        {"learner": "torch"},
+        {"core": "none", "hidden_sizes": (16, 16)},
+        {"env": "Pendulum-v1", "envs_per_process": 3},  # a Gaussian, with its log std
+        {"env": "tests.cue_env:CueTruncated-v0", "envs_per_process": 3},  # time limits: bootstraps from final_obs
+        {"normalize_obs": True},
+        {"env": "tests.masked_env:MaskedCue-v0"},  # action masks: the replay scores the masked policy that acted
+        {"env": "tests.masked_env:MaskedMultiCue-v0", "learner": "torch"},  # a mask of each part of a MultiDiscrete
+        {"env": "tests.structured_env:FrameAndVector-v0", "normalize_obs": True},  # a Dict observation, stored flat
+    ],
+)
 def test_replaying_a_rollout_at_once_gives_exactly_the_on_policy_gradient(options, monkeypatch):
     """Same weights and noise: every ratio is 1, so V-trace is GAE and the update is the on-policy one."""
     learner = learner_for(replay_capacity=1, **options)  # holds the last rollout only
@@ -82,9 +86,19 @@ def test_replays_due_follow_a_poisson_law_of_the_replay_ratio():
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_run_with_replay_reports_what_the_learner_does(tmp_path, quiet):
-    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5, max_steps=20_000,
-                    replay_ratio=2.0, replay_priority=0.5, log_interval=2_000, target_return=None,
-                    eval_episodes=0, run_dir=str(tmp_path / "run"))
+    config = Config(
+        env="tests.cue_env:Cue-v0",
+        num_processes=2,
+        envs_per_process=4,
+        t_max=5,
+        max_steps=20_000,
+        replay_ratio=2.0,
+        replay_priority=0.5,
+        log_interval=2_000,
+        target_return=None,
+        eval_episodes=0,
+        run_dir=str(tmp_path / "run"),
+    )
     summary = train(config, print_fn=quiet).summary
     with open(tmp_path / "run" / "metrics.csv", newline="") as file:
         rows = list(csv.DictReader(file))
@@ -97,8 +111,9 @@ def test_a_run_with_replay_reports_what_the_learner_does(tmp_path, quiet):
         assert float(row["rollout_ms"]) > 0 and float(row["update_ms"]) > 0 and float(row["policy_lag"]) >= 0
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1", "tests.masked_env:MaskedCue-v0",
-                                 "tests.masked_env:MaskedMultiCue-v0"])
+@pytest.mark.parametrize(
+    "env", ["CartPole-v1", "Pendulum-v1", "tests.masked_env:MaskedCue-v0", "tests.masked_env:MaskedMultiCue-v0"]
+)
 def test_the_off_policy_gradient_is_the_same_through_the_numpy_path_and_autograd(env):
     """Weights moved since the rollout was played, and new noise: ratios away from 1, clipped by V-trace."""
     gradients = []
@@ -106,8 +121,9 @@ def test_the_off_policy_gradient_is_the_same_through_the_numpy_path_and_autograd
         learner = learner_for(env=env, envs_per_process=4, learner=learner_kind, rho_bar=0.9, c_bar=0.8)
         learner.compute_gradient()
         with torch.no_grad():
-            learner.flat_params.add_(torch.randn(learner.flat_params.shape,
-                                                 generator=torch.Generator().manual_seed(1)) * 0.05)
+            learner.flat_params.add_(
+                torch.randn(learner.flat_params.shape, generator=torch.Generator().manual_seed(1)) * 0.05
+            )
         grad, _ = learner.replay_gradient()
         gradients.append(grad.clone())
     assert torch.count_nonzero(gradients[0]) > gradients[0].numel() // 2

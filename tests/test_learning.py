@@ -28,9 +28,21 @@ def test_a3c_solves_the_cue_task(start_method, tmp_path, quiet):
     # evaluation means a right answer for each cue. t_max 5 and lr 3e-3 make the updates many and
     # quick: 65 probe runs with these settings (seeds 0-39 with 10 eval episodes, 0-24 with 30)
     # all solved, within 11,240 env steps and 0.3-10 s on the shared 2-core machine.
-    config = Config(env=CUE, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS,
-                    seed=0, eval_episodes=30, eval_interval=0.1, target_return="auto",
-                    run_dir=str(run_dir), print_interval=60.0, start_method=start_method)
+    config = Config(
+        env=CUE,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=5,
+        lr=3e-3,
+        max_steps=MAX_STEPS,
+        seed=0,
+        eval_episodes=30,
+        eval_interval=0.1,
+        target_return="auto",
+        run_dir=str(run_dir),
+        print_interval=60.0,
+        start_method=start_method,
+    )
     summary = train(config, print_fn=quiet).summary
 
     assert summary["target_return"] == 0.95  # "auto": the registered reward_threshold
@@ -60,9 +72,22 @@ def recall_run(tmp_path, quiet, core: str, **options) -> dict:
     # 9-step rollouts hold three whole 3-step episodes: the answer's reward reaches the cue through the
     # LSTM's state. Seeds 0-9 with the LSTM all solved within 5,832 env steps, 0.6-1.6 s; feed-forward
     # networks cannot beat random play's 0.5 (seed 0: best evaluation 0.7 of 30 episodes, unconfirmed)
-    config = Config(env=RECALL, num_processes=2, envs_per_process=8, t_max=9, lr=3e-3, max_steps=60_000, seed=0,
-                    core=core, eval_episodes=30, eval_interval=0.2, run_dir=str(tmp_path / core), print_interval=60.0,
-                    tensorboard=False, **options)
+    config = Config(
+        env=RECALL,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=9,
+        lr=3e-3,
+        max_steps=60_000,
+        seed=0,
+        core=core,
+        eval_episodes=30,
+        eval_interval=0.2,
+        run_dir=str(tmp_path / core),
+        print_interval=60.0,
+        tensorboard=False,
+        **options,
+    )
     return train(config, print_fn=quiet).summary
 
 
@@ -95,13 +120,31 @@ def test_a_recurrent_users_model_recalls_the_cue_with_and_without_replay(tmp_pat
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("env_id, learner", [("tests.cue_env:MultiCue-v0", "numpy"), ("tests.cue_env:MultiCue-v0", "torch"),
-                                             ("tests.cue_env:CopyBits-v0", "numpy")])
+@pytest.mark.parametrize(
+    "env_id, learner",
+    [
+        ("tests.cue_env:MultiCue-v0", "numpy"),
+        ("tests.cue_env:MultiCue-v0", "torch"),
+        ("tests.cue_env:CopyBits-v0", "numpy"),
+    ],
+)
 def test_multi_part_actions_are_learned_part_by_part(tmp_path, quiet, env_id, learner):
     """MultiDiscrete([3, 3]) and MultiBinary(4): random play scores 1/3 and 1/2; a solved run answers every part."""
-    config = Config(env=env_id, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS, seed=0,
-                    eval_episodes=30, eval_interval=0.1, learner=learner, run_dir=str(tmp_path / "run"),
-                    print_interval=60.0, tensorboard=False)
+    config = Config(
+        env=env_id,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=5,
+        lr=3e-3,
+        max_steps=MAX_STEPS,
+        seed=0,
+        eval_episodes=30,
+        eval_interval=0.1,
+        learner=learner,
+        run_dir=str(tmp_path / "run"),
+        print_interval=60.0,
+        tensorboard=False,
+    )
     summary = train(config, print_fn=quiet).summary
     assert summary["solved"] and summary["confirmed_return"] >= 0.95, summary
     agent = load_agent(tmp_path / "run" / "checkpoints" / "best.pt")
@@ -109,17 +152,36 @@ def test_multi_part_actions_are_learned_part_by_part(tmp_path, quiet, env_id, le
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("env_id, learner, solved", [("tests.masked_env:MaskedCue-v0", "numpy", 0.95),
-                                                     ("tests.masked_env:MaskedCueDict-v0", "torch", 0.95),
-                                                     ("tests.masked_env:MaskedMultiCue-v0", "numpy", 1.9)])
-def test_action_masks_are_learned_and_greedy_play_never_takes_an_illegal_action(tmp_path, quiet, env_id, learner,
-                                                                                solved):
+@pytest.mark.parametrize(
+    "env_id, learner, solved",
+    [
+        ("tests.masked_env:MaskedCue-v0", "numpy", 0.95),
+        ("tests.masked_env:MaskedCueDict-v0", "torch", 0.95),
+        ("tests.masked_env:MaskedMultiCue-v0", "numpy", 1.9),
+    ],
+)
+def test_action_masks_are_learned_and_greedy_play_never_takes_an_illegal_action(
+    tmp_path, quiet, env_id, learner, solved
+):
     """Two of four actions legal each step, the best legal one ranked by the cue: random legal play scores 0.5,
     an illegal action -1 and the episode's end (MaskedMultiCue: two such games, a MultiDiscrete action). Seeds
     0-4 of the first two solved within 14,080 env steps, 0.9-3.3 s; of the third within 26,520, 0.9-1.6 s."""
-    config = Config(env=env_id, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS, seed=0,
-                    core="none", eval_episodes=30, eval_interval=0.1, learner=learner, run_dir=str(tmp_path / "run"),
-                    print_interval=60.0, tensorboard=False)
+    config = Config(
+        env=env_id,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=5,
+        lr=3e-3,
+        max_steps=MAX_STEPS,
+        seed=0,
+        core="none",
+        eval_episodes=30,
+        eval_interval=0.1,
+        learner=learner,
+        run_dir=str(tmp_path / "run"),
+        print_interval=60.0,
+        tensorboard=False,
+    )
     summary = train(config, print_fn=quiet).summary
     assert summary["solved"] and summary["confirmed_return"] >= solved, summary
     agent = load_agent(tmp_path / "run" / "checkpoints" / "best.pt")
@@ -128,15 +190,29 @@ def test_action_masks_are_learned_and_greedy_play_never_takes_an_illegal_action(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("env_id, options", [("tests.structured_env:FrameAndVector-v0", {"normalize_obs": True}),
-                                             ("tests.structured_env:CueAndBit-v0", {})])
+@pytest.mark.parametrize(
+    "env_id, options",
+    [("tests.structured_env:FrameAndVector-v0", {"normalize_obs": True}), ("tests.structured_env:CueAndBit-v0", {})],
+)
 def test_dict_and_tuple_observations_are_learned_from_every_part(tmp_path, quiet, env_id, options):
     """A Dict of a frame and a vector whose bits' XOR is the answer (random play 0.5, either part alone no
     better), and a Tuple of a Discrete cue and a bit (random play 1/3). Seeds 0-4 of each solved within 3,120
     env steps, 0.7-2.2 s."""
-    config = Config(env=env_id, num_processes=2, envs_per_process=8, t_max=5, lr=3e-3, max_steps=MAX_STEPS, seed=0,
-                    eval_episodes=30, eval_interval=0.1, run_dir=str(tmp_path / "run"), print_interval=60.0,
-                    tensorboard=False, **options)
+    config = Config(
+        env=env_id,
+        num_processes=2,
+        envs_per_process=8,
+        t_max=5,
+        lr=3e-3,
+        max_steps=MAX_STEPS,
+        seed=0,
+        eval_episodes=30,
+        eval_interval=0.1,
+        run_dir=str(tmp_path / "run"),
+        print_interval=60.0,
+        tensorboard=False,
+        **options,
+    )
     summary = train(config, print_fn=quiet).summary
     assert summary["solved"] and summary["confirmed_return"] >= 0.95, summary
     agent = load_agent(tmp_path / "run" / "checkpoints" / "best.pt")
@@ -152,8 +228,16 @@ def metrics_without_timing(path) -> list[dict]:
 @pytest.mark.timeout(150)
 def test_single_process_runs_with_the_same_seed_are_reproducible(tmp_path, quiet):
     def run(name: str, seed: int = 1) -> list[dict]:
-        config = Config(env="CartPole-v1", num_processes=1, seed=seed, eval_episodes=0, max_steps=6000,
-                        log_interval=1000, run_dir=str(tmp_path / name), print_interval=60.0)
+        config = Config(
+            env="CartPole-v1",
+            num_processes=1,
+            seed=seed,
+            eval_episodes=0,
+            max_steps=6000,
+            log_interval=1000,
+            run_dir=str(tmp_path / name),
+            print_interval=60.0,
+        )
         summary = train(config, print_fn=quiet).summary
         assert summary["stop_reason"] == "max_steps" and summary["env_steps"] >= 6000
         return metrics_without_timing(tmp_path / name / "metrics.csv")
@@ -171,8 +255,14 @@ def test_single_process_runs_with_the_same_seed_are_reproducible(tmp_path, quiet
 @pytest.mark.timeout(60)
 def test_a_failing_worker_ends_the_run_and_reports_the_error(tmp_path, quiet, capsys):
     run_dir = tmp_path / "run"
-    config = Config(env="tests.cue_env:CueCrash-v0", num_processes=2, max_steps=100_000, eval_episodes=0,
-                    run_dir=str(run_dir), print_interval=60.0)
+    config = Config(
+        env="tests.cue_env:CueCrash-v0",
+        num_processes=2,
+        max_steps=100_000,
+        eval_episodes=0,
+        run_dir=str(run_dir),
+        print_interval=60.0,
+    )
     summary = train(config, print_fn=quiet).summary
     assert summary["stop_reason"] == "worker_failed"
     assert summary["env_steps"] == 0 and summary["solved"] is False

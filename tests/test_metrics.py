@@ -22,7 +22,7 @@ def test_an_older_metrics_file_gets_the_new_columns_and_keeps_its_rows(tmp_path)
         writer.writeheader()
         writer.writerow({name: index for index, name in enumerate(OLD_COLUMNS)})
     log = CsvLog(path, TRAIN_COLUMNS)
-    log.write({name: 7 for name in TRAIN_COLUMNS})
+    log.write(dict.fromkeys(TRAIN_COLUMNS, 7))
     log.close()
     columns, rows = rows_of(path)
     assert columns == TRAIN_COLUMNS and len(rows) == 2
@@ -34,7 +34,7 @@ def test_a_current_metrics_file_is_appended_to_as_it_is(tmp_path):
     path = tmp_path / "metrics.csv"
     for value in (1, 2):
         log = CsvLog(path, TRAIN_COLUMNS)
-        log.write({name: value for name in TRAIN_COLUMNS})
+        log.write(dict.fromkeys(TRAIN_COLUMNS, value))
         log.close()
     columns, rows = rows_of(path)
     assert columns == TRAIN_COLUMNS and [row["env_steps"] for row in rows] == ["1", "2"]

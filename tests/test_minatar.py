@@ -33,7 +33,12 @@ def test_small_frames_get_the_minatar_papers_convnet():
     spec = env_spec(BREAKOUT)
     model = build_model(Config(env=BREAKOUT, hidden_sizes=(128,)), spec)
     conv = model.encoder[1][0]
-    assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride) == (spec.obs_shape[0], 16, (3, 3), (1, 1))
+    assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride) == (
+        spec.obs_shape[0],
+        16,
+        (3, 3),
+        (1, 1),
+    )
     assert model.encoder[2].in_features == 16 * 8 * 8
     head, value, _ = model(torch.zeros(5, *spec.obs_shape, dtype=torch.uint8), model.initial_state(5))
     assert head.shape == (5, spec.num_actions) and value.shape == (5,)
@@ -43,18 +48,37 @@ def test_small_frames_get_the_minatar_papers_convnet():
 @pytest.mark.timeout(90)
 def test_a_short_breakout_run_through_the_cli_learns_from_frames(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", BREAKOUT, "--num-processes", "2", "--max-steps", "20000", "--eval-interval", "1",
-                     "--no-tensorboard", "--run-dir", str(run_dir), timeout=80)
+    result = run_cli(
+        "--env",
+        BREAKOUT,
+        "--num-processes",
+        "2",
+        "--max-steps",
+        "20000",
+        "--eval-interval",
+        "1",
+        "--no-tensorboard",
+        "--run-dir",
+        str(run_dir),
+        timeout=80,
+    )
     assert result.returncode == 0, result.stderr
     assert (run_dir / "checkpoints" / "best.pt").exists() and (run_dir / "summary.json").exists()
 
 
 @pytest.mark.timeout(60)
 def test_without_minatar_its_ids_are_a_one_line_usage_error(tmp_path):
-    hide = ("import runpy, sys; sys.modules['minatar'] = None; "
-            "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", hide, "--env", BREAKOUT, "--run-dir", str(tmp_path / "run")],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=50)
+    hide = (
+        "import runpy, sys; sys.modules['minatar'] = None; "
+        "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", hide, "--env", BREAKOUT, "--run-dir", str(tmp_path / "run")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
     assert_one_line_usage_error(result, "pip install -r requirements-minatar.txt")
     assert not (tmp_path / "run").exists()
 
@@ -63,6 +87,7 @@ def test_without_minatar_its_ids_are_a_one_line_usage_error(tmp_path):
 def test_evaluate_films_minatar_enlarged(tmp_path):
     imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
     from a3c.learn.checkpoint import checkpoint_payload, save_checkpoint
+
     config = Config(env=BREAKOUT)
     checkpoint, video = tmp_path / "untrained.pt", tmp_path / "breakout.mp4"
     save_checkpoint(checkpoint, checkpoint_payload(config, build_model(config, env_spec(BREAKOUT)), 0))

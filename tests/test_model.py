@@ -168,8 +168,8 @@ def breakout_like_frames(count: int, generator: torch.Generator) -> torch.Tensor
     frames[:, :, 10:20, :] = 142
     for frame in frames:
         row, column = torch.randint(20, 78, (2,), generator=generator).tolist()
-        frame[:, row:row + 3, column:column + 3] = 200
-        frame[:, 80:82, column // 2:column // 2 + 12] = 200
+        frame[:, row : row + 3, column : column + 3] = 200
+        frame[:, 80:82, column // 2 : column // 2 + 12] = 200
     return frames
 
 
@@ -177,10 +177,13 @@ def minatar_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:
     return (torch.rand(count, 4, 10, 10, generator=generator) < 0.05).to(torch.uint8) * 255
 
 
-@pytest.mark.parametrize("obs_shape, width, make_frames, min_signal", [
-    ((4, 84, 84), 256, breakout_like_frames, 0.02),
-    ((4, 10, 10), 128, minatar_like_frames, 0.1),
-])
+@pytest.mark.parametrize(
+    "obs_shape, width, make_frames, min_signal",
+    [
+        ((4, 84, 84), 256, breakout_like_frames, 0.02),
+        ((4, 10, 10), 128, minatar_like_frames, 0.1),
+    ],
+)
 def test_a_frames_encoder_starts_with_its_output_varying_with_the_frame(obs_shape, width, make_frames, min_signal):
     # PyTorch's default init gave Breakout's frames an output of rms 0.02 of which 0.0015 varied with the
     # frame (MinAtar's: 0.04 and 0.02); the LSTM read a constant and its gates saturated on it

@@ -53,8 +53,18 @@ def test_the_model_sees_normalised_observations_and_saves_the_statistics():
 @pytest.mark.timeout(120)
 def test_workers_share_and_checkpoint_the_statistics(tmp_path, quiet):
     run_dir = tmp_path / "run"
-    config = Config(env="tests.cue_env:Cue-v0", num_processes=2, envs_per_process=4, t_max=5, hidden_sizes=(16,),
-                    max_steps=4000, eval_episodes=0, normalize_obs=True, tensorboard=False, run_dir=str(run_dir))
+    config = Config(
+        env="tests.cue_env:Cue-v0",
+        num_processes=2,
+        envs_per_process=4,
+        t_max=5,
+        hidden_sizes=(16,),
+        max_steps=4000,
+        eval_episodes=0,
+        normalize_obs=True,
+        tensorboard=False,
+        run_dir=str(run_dir),
+    )
     summary = train(config, print_fn=quiet).summary
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
     # both workers fed the one shared counter: about every observation of the run was seen

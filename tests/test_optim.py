@@ -67,8 +67,9 @@ def test_shared_adam_matches_torch_adam_with_custom_betas_and_per_step_lr():
 
 
 def test_shared_rmsprop_matches_torch_rmsprop_over_20_steps():
-    shared, ours, reference, theirs = run_both(SharedRMSprop, {"lr": 1e-2}, torch.optim.RMSprop,
-                                               {"lr": 1e-2, "alpha": 0.99, "eps": 1e-5})
+    shared, ours, reference, theirs = run_both(
+        SharedRMSprop, {"lr": 1e-2}, torch.optim.RMSprop, {"lr": 1e-2, "alpha": 0.99, "eps": 1e-5}
+    )
     for mine, ref in zip(ours, theirs):
         assert_close(mine, ref.detach(), **TIGHT)
     for i, ref in enumerate(theirs):
@@ -198,8 +199,8 @@ def test_shared_adam_state_and_step_counter_are_shared_with_forked_workers():
     beta1, beta2 = optimizer.betas
     assert float(optimizer.steps) == n
     for exp_avg, exp_avg_sq in zip(optimizer.state["exp_avg"], optimizer.state["exp_avg_sq"]):
-        assert_close(exp_avg, torch.full_like(exp_avg, g * (1 - beta1 ** n)), rtol=1e-5, atol=1e-7)
-        assert_close(exp_avg_sq, torch.full_like(exp_avg_sq, g * g * (1 - beta2 ** n)), rtol=1e-5, atol=1e-9)
+        assert_close(exp_avg, torch.full_like(exp_avg, g * (1 - beta1**n)), rtol=1e-5, atol=1e-7)
+        assert_close(exp_avg_sq, torch.full_like(exp_avg_sq, g * g * (1 - beta2**n)), rtol=1e-5, atol=1e-9)
 
     # the parameters saw the same n updates, with the global step in the bias correction
     reference = [p.clone() for p in initial_params()]

@@ -18,15 +18,19 @@ from .conftest import REPO_ROOT
 
 
 def report(rollout_seconds: float, update_seconds: float, replayed: bool = False) -> RolloutReport:
-    return RolloutReport(0 if replayed else 20, [], [], 0.0, 0.0, 0.0, 1.0, rollout_seconds, update_seconds,
-                         replayed=replayed)
+    return RolloutReport(
+        0 if replayed else 20, [], [], 0.0, 0.0, 0.0, 1.0, rollout_seconds, update_seconds, replayed=replayed
+    )
 
 
 def test_the_launch_is_the_process_start_not_the_call():
-    code = ("import time; time.sleep(0.5); from a3c.run.phases import process_start_time; "
-            "print(time.monotonic() - process_start_time())")
-    age = float(subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
-                               check=True).stdout)
+    code = (
+        "import time; time.sleep(0.5); from a3c.run.phases import process_start_time; "
+        "print(time.monotonic() - process_start_time())"
+    )
+    age = float(
+        subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    )
     assert 0.5 <= age < 5.0  # the sleep and the interpreter's start, not the moment of the call
     assert process_start_time() < time.monotonic()
 
@@ -57,8 +61,16 @@ def test_workers_start_in_waves_of_one_a_core_each_once_the_one_before_has_updat
     log = tmp_path / "starts"
     monkeypatch.setenv("A3C_TEST_STARTS", str(log))
     launched = time.monotonic()
-    config = Config(env="tests.hostile_envs:SlowStart-v0", num_processes=4, active_workers=2, envs_per_process=1,
-                    eval_episodes=0, max_steps=3000, target_return=None, run_dir=str(tmp_path / "run"))
+    config = Config(
+        env="tests.hostile_envs:SlowStart-v0",
+        num_processes=4,
+        active_workers=2,
+        envs_per_process=1,
+        eval_episodes=0,
+        max_steps=3000,
+        target_return=None,
+        run_dir=str(tmp_path / "run"),
+    )
     first_update = launched + train(config, print_fn=quiet, launched_at=launched).summary["phases"]["first_update"]
     starts = {name: float(at) for name, at in (line.split() for line in log.read_text().splitlines())}
     assert starts["a3c-worker-0"] < first_update and starts["a3c-worker-1"] < first_update

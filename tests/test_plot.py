@@ -33,8 +33,7 @@ def make_run(root, name, env, train, evals, summary=None):
     run_dir.mkdir()
     (run_dir / "config.json").write_text(json.dumps({"env": env, "seed": 0}))
     write_csv(run_dir / "metrics.csv", TRAIN_COLUMNS, [train_row(*row) for row in train])
-    write_csv(run_dir / "eval.csv", EVAL_COLUMNS, [
-        dict(zip(EVAL_COLUMNS, row)) for row in evals])
+    write_csv(run_dir / "eval.csv", EVAL_COLUMNS, [dict(zip(EVAL_COLUMNS, row)) for row in evals])
     if summary is not None:
         (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
@@ -43,14 +42,20 @@ def make_run(root, name, env, train, evals, summary=None):
 @pytest.fixture
 def two_runs(tmp_path):
     first = make_run(
-        tmp_path, "cartpole-a", "CartPole-v1",
+        tmp_path,
+        "cartpole-a",
+        "CartPole-v1",
         train=[(1000, 0.5, ""), (2000, 1.0, 21.5), (3000, 1.5, "nan"), (4000, 2.0, 80.25)],
         evals=[(1500, 0.7, 30.0, 5.0, 20.0, 40.0), (3500, 1.8, 120.0, 10.0, 100.0, 140.0)],
-        summary={"env": "CartPole-v1", "solved": False})
+        summary={"env": "CartPole-v1", "solved": False},
+    )
     second = make_run(
-        tmp_path, "acrobot-b", "Acrobot-v1",
+        tmp_path,
+        "acrobot-b",
+        "Acrobot-v1",
         train=[(500, 0.25, -500.0), (1000, 0.5, -350.5), (1500, 0.75, "")],
-        evals=[])  # header only: the evaluator had not reported yet
+        evals=[],
+    )  # header only: the evaluator had not reported yet
     return first, second
 
 
@@ -94,12 +99,16 @@ def test_figure_draws_the_csv_values_of_each_run(two_runs):
     assert "CartPole-v1" in fig.get_suptitle() and "Acrobot-v1" in fig.get_suptitle()
 
     for ax, first_x, first_eval_x, second_x in (
-            (by_steps, [2000, 4000], [1500, 3500], [500, 1000]),
-            (by_seconds, [1.0, 2.0], [0.7, 1.8], [0.25, 0.5])):
+        (by_steps, [2000, 4000], [1500, 3500], [500, 1000]),
+        (by_seconds, [1.0, 2.0], [0.7, 1.8], [0.25, 0.5]),
+    ):
         lines = lines_by_label(ax)
         # the header-only eval.csv of the second run draws no eval line
-        assert set(lines) == {"cartpole-a (CartPole-v1) train", "cartpole-a (CartPole-v1) eval",
-                              "acrobot-b (Acrobot-v1) train"}
+        assert set(lines) == {
+            "cartpole-a (CartPole-v1) train",
+            "cartpole-a (CartPole-v1) eval",
+            "acrobot-b (Acrobot-v1) train",
+        }
         train, evals = lines["cartpole-a (CartPole-v1) train"], lines["cartpole-a (CartPole-v1) eval"]
         assert list(train.get_xdata()) == first_x
         assert list(train.get_ydata()) == [21.5, 80.25]
@@ -118,8 +127,7 @@ def test_figure_draws_the_csv_values_of_each_run(two_runs):
     assert math.isclose(ys.min(), 25.0) and math.isclose(ys.max(), 130.0)
 
     legend = [text.get_text() for text in by_steps.get_legend().get_texts()]
-    assert legend == ["cartpole-a (CartPole-v1) train", "cartpole-a (CartPole-v1) eval",
-                      "acrobot-b (Acrobot-v1) train"]
+    assert legend == ["cartpole-a (CartPole-v1) train", "cartpole-a (CartPole-v1) eval", "acrobot-b (Acrobot-v1) train"]
 
 
 def test_run_without_eval_csv_or_config_still_plots(tmp_path):

@@ -31,8 +31,9 @@ from .conftest import (
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
 pytestmark = pytest.mark.slow
 
-RAY_ENV = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
-               PYTHONPATH=str(REPO_ROOT))  # the nodes' workers import tests.cue_env as a user's env package
+RAY_ENV = dict(
+    os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO_ROOT)
+)  # the nodes' workers import tests.cue_env as a user's env package
 # Two nodes of one CPU each on this machine, one Ray "node" per raylet; "remove" on stdin takes the second away.
 CLUSTER = """
 import sys
@@ -53,8 +54,9 @@ class TwoNodeCluster:
     """A helper process that runs the cluster, so pytest itself never connects to Ray."""
 
     def __init__(self):
-        self.process = subprocess.Popen([sys.executable, "-c", CLUSTER], env=RAY_ENV, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", CLUSTER], env=RAY_ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         self.address = self.process.stdout.readline().strip()
 
     def remove_second_node(self) -> None:
@@ -82,8 +84,20 @@ def ray_address():
 
 def ray_run(run_dir: Path, ray_address: str, *args: str) -> list[str]:
     """One node group per node, of one worker each."""
-    return ["--backend", "ray", "--ray-address", ray_address, "--num-processes", "1", "--print-interval", "0.5",
-            "--no-tensorboard", "--run-dir", str(run_dir), *args]
+    return [
+        "--backend",
+        "ray",
+        "--ray-address",
+        ray_address,
+        "--num-processes",
+        "1",
+        "--print-interval",
+        "0.5",
+        "--no-tensorboard",
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
 
 
 def actor_pids(class_name: str) -> list[int]:
@@ -110,9 +124,25 @@ def wait_for_actors(class_name: str, count: int, excluding: tuple[int, ...] = ()
 @pytest.mark.timeout(90)
 def test_two_node_groups_learn_and_sync_every_interval(tmp_path, ray_address):
     run_dir = tmp_path / "run"
-    result = run_cli(*ray_run(run_dir, ray_address, "--max-steps", "150000", "--target-return", "200",
-                              "--eval-interval", "0.3", "--eval-episodes", "5", "--seed", "1", "--sync-interval", "10"),
-                     timeout=80)
+    result = run_cli(
+        *ray_run(
+            run_dir,
+            ray_address,
+            "--max-steps",
+            "150000",
+            "--target-return",
+            "200",
+            "--eval-interval",
+            "0.3",
+            "--eval-episodes",
+            "5",
+            "--seed",
+            "1",
+            "--sync-interval",
+            "10",
+        ),
+        timeout=80,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert [name for name in RUN_FILES if not (run_dir / name).exists()] == []
@@ -133,9 +163,26 @@ def test_two_node_groups_learn_and_sync_every_interval(tmp_path, ray_address):
 @pytest.mark.timeout(60)
 def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_replay(tmp_path, ray_address):
     run_dir = tmp_path / "run"
-    result = run_cli(*ray_run(run_dir, ray_address, "--max-steps", "20000", "--target-return", "none",
-                              "--eval-episodes", "0", "--log-interval", "4000", "--replay-ratio", "1",
-                              "--normalize-obs", "--global-shards", "2"), timeout=50)
+    result = run_cli(
+        *ray_run(
+            run_dir,
+            ray_address,
+            "--max-steps",
+            "20000",
+            "--target-return",
+            "none",
+            "--eval-episodes",
+            "0",
+            "--log-interval",
+            "4000",
+            "--replay-ratio",
+            "1",
+            "--normalize-obs",
+            "--global-shards",
+            "2",
+        ),
+        timeout=50,
+    )
     assert result.returncode == 0, result.stderr
     with open(run_dir / "metrics.csv", newline="") as file:
         last = list(csv.DictReader(file))[-1]
@@ -149,8 +196,9 @@ def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_
 @pytest.mark.timeout(90)
 def test_a_killed_node_group_is_replaced_and_the_run_resumes_on_its_own_instance(tmp_path, ray_address):
     run_dir = tmp_path / "run"
-    process = start_cli(*ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000",
-                                 "--log-interval", "2000"))
+    process = start_cli(
+        *ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000", "--log-interval", "2000")
+    )
     try:
         killed = wait_for_actors("NodeGroup", 2)[0]
         wait_for_metrics_rows(run_dir, 2)
@@ -166,8 +214,9 @@ def test_a_killed_node_group_is_replaced_and_the_run_resumes_on_its_own_instance
     saved = load_checkpoint(run_dir / "checkpoints" / "last.pt")
 
     # resume with the default: a local Ray instance of the trainer's own, stopped at the end
-    result = run_cli("--resume", str(run_dir), "--ray-address", "", "--max-steps", str(saved["env_steps"] + 4000),
-                     timeout=60)
+    result = run_cli(
+        "--resume", str(run_dir), "--ray-address", "", "--max-steps", str(saved["env_steps"] + 4000), timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads((run_dir / "summary.json").read_text())["node_groups"] == 1
     resumed = load_checkpoint(run_dir / "checkpoints" / "last.pt")
@@ -178,8 +227,19 @@ def test_a_killed_node_group_is_replaced_and_the_run_resumes_on_its_own_instance
 @pytest.mark.timeout(60)
 def test_a_worker_that_raises_in_a_node_group_is_restarted_until_its_restarts_run_out(tmp_path, ray_address):
     run_dir = tmp_path / "run"
-    result = run_cli(*ray_run(run_dir, ray_address, "--env", "tests.cue_env:CueCrash-v0", "--max-worker-restarts", "1",
-                              "--eval-episodes", "0"), timeout=50)
+    result = run_cli(
+        *ray_run(
+            run_dir,
+            ray_address,
+            "--env",
+            "tests.cue_env:CueCrash-v0",
+            "--max-worker-restarts",
+            "1",
+            "--eval-episodes",
+            "0",
+        ),
+        timeout=50,
+    )
     assert result.returncode == 1, result.stderr
     assert "cue env exploded" in result.stderr
     assert "restarting it from the shared weights (1/1)" in result.stderr
@@ -191,8 +251,11 @@ def test_a_worker_that_raises_in_a_node_group_is_restarted_until_its_restarts_ru
 def test_losing_the_global_model_ends_the_run_and_keeps_the_last_checkpoint(tmp_path, ray_address):
     run_dir = tmp_path / "run"
     last_pt = run_dir / "checkpoints" / "last.pt"
-    process = start_cli(*ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000",
-                                 "--checkpoint-interval", "0.3"))
+    process = start_cli(
+        *ray_run(
+            run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000", "--checkpoint-interval", "0.3"
+        )
+    )
     try:
         shard = wait_for_actors("GlobalShard", 1)[0]
         deadline = time.monotonic() + 30
@@ -215,8 +278,20 @@ def test_a_lost_node_whose_group_finds_no_free_cpus_ends_the_run_after_the_place
     cluster = TwoNodeCluster()  # its own: this test takes a node away
     run_dir = tmp_path / "run"
     try:
-        process = start_cli(*ray_run(run_dir, cluster.address, "--target-return", "none", "--max-steps", "50000000",
-                                     "--log-interval", "2000", "--placement-timeout", "15"))
+        process = start_cli(
+            *ray_run(
+                run_dir,
+                cluster.address,
+                "--target-return",
+                "none",
+                "--max-steps",
+                "50000000",
+                "--log-interval",
+                "2000",
+                "--placement-timeout",
+                "15",
+            )
+        )
         try:
             wait_for_metrics_rows(run_dir, 2)
             cluster.remove_second_node()  # the other node's one CPU is busy with the other group
@@ -232,9 +307,14 @@ def test_a_lost_node_whose_group_finds_no_free_cpus_ends_the_run_after_the_place
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("address, words", [("127.0.0.1:1", ["--ray-address", "no Ray cluster answers"]),
-                                            ("not-an-address", ["--ray-address"]),
-                                            (None, ["--num-processes 3 need as many CPUs"])])
+@pytest.mark.parametrize(
+    "address, words",
+    [
+        ("127.0.0.1:1", ["--ray-address", "no Ray cluster answers"]),
+        ("not-an-address", ["--ray-address"]),
+        (None, ["--num-processes 3 need as many CPUs"]),
+    ],
+)
 def test_a_cluster_that_cannot_serve_is_a_one_line_usage_error(tmp_path, ray_address, address, words):
     run_dir = tmp_path / "run"
     result = run_cli(*ray_run(run_dir, address or ray_address, "--num-processes", "3"), timeout=30)
@@ -245,13 +325,15 @@ def test_a_cluster_that_cannot_serve_is_a_one_line_usage_error(tmp_path, ray_add
 @pytest.mark.timeout(60)
 def test_the_local_backend_never_imports_ray(tmp_path):
     # main.py ends a finished run with os._exit: report on the way out
-    code = ("import os, runpy, sys\n"
-            f"sys.argv = ['main.py', '--num-processes', '1', '--max-steps', '1000', '--eval-episodes', '1', "
-            f"'--eval-interval', '0.1', '--no-tensorboard', '--run-dir', {str(tmp_path / 'run')!r}]\n"
-            "exit_now = os._exit\n"
-            "def report_and_exit(code):\n    print('ray' in sys.modules, flush=True)\n    exit_now(code)\n"
-            "os._exit = report_and_exit\n"
-            "runpy.run_path('main.py', run_name='__main__')\n")
+    code = (
+        "import os, runpy, sys\n"
+        f"sys.argv = ['main.py', '--num-processes', '1', '--max-steps', '1000', '--eval-episodes', '1', "
+        f"'--eval-interval', '0.1', '--no-tensorboard', '--run-dir', {str(tmp_path / 'run')!r}]\n"
+        "exit_now = os._exit\n"
+        "def report_and_exit(code):\n    print('ray' in sys.modules, flush=True)\n    exit_now(code)\n"
+        "os._exit = report_and_exit\n"
+        "runpy.run_path('main.py', run_name='__main__')\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "False"

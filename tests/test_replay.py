@@ -14,12 +14,19 @@ def rollout(tag: int) -> Rollout:
     """A small rollout of uint8 frames whose rewards all equal `tag`, to tell rollouts apart."""
     frames = np.zeros((STEPS, BATCH, 4, 4), dtype=np.uint8)
     flags = np.zeros((STEPS, BATCH), dtype=bool)
-    return Rollout(observations=frames, actions=np.zeros((STEPS, BATCH), dtype=np.int64),
-                   behaviour_log_probs=np.zeros((STEPS, BATCH), dtype=np.float32),
-                   rewards=np.full((STEPS, BATCH), tag, dtype=np.float32), dones=flags, truncated=flags,
-                   final_obs=frames, valid=~flags, restarted=flags,
-                   start_state=(np.zeros((BATCH, 8), np.float32), np.zeros((BATCH, 8), np.float32)),
-                   next_obs=frames[0])
+    return Rollout(
+        observations=frames,
+        actions=np.zeros((STEPS, BATCH), dtype=np.int64),
+        behaviour_log_probs=np.zeros((STEPS, BATCH), dtype=np.float32),
+        rewards=np.full((STEPS, BATCH), tag, dtype=np.float32),
+        dones=flags,
+        truncated=flags,
+        final_obs=frames,
+        valid=~flags,
+        restarted=flags,
+        start_state=(np.zeros((BATCH, 8), np.float32), np.zeros((BATCH, 8), np.float32)),
+        next_obs=frames[0],
+    )
 
 
 def tag(sampled: Rollout) -> int:
@@ -66,7 +73,7 @@ def test_uniform_sampling_draws_each_rollout_equally_often_with_weight_one():
     memory, _ = memory_of(range(5))
     counts, weights = draws(memory, n)
     # chi-square with 4 degrees of freedom: 18.5 is its 0.999 quantile
-    assert chi_square(counts, {k: 0.2 for k in range(5)}, n) < 18.5
+    assert chi_square(counts, dict.fromkeys(range(5), 0.2), n) < 18.5
     assert set(weights.values()) == {1.0}
 
 

@@ -69,32 +69,22 @@ def test_truncation_bootstraps_from_the_final_observation_not_the_next_episode()
 
 def test_returns_of_a_multi_env_batch_are_computed_per_column():
     # [T=3, B=3]: env 0 never ends, env 1 terminates at t=0, env 2 is truncated at t=2 (V(s_final)=2)
-    rewards = tensor([[1.0, 1.0, 0.0],
-                            [0.0, 2.0, 0.0],
-                            [1.0, 0.0, 4.0]])
-    dones = tensor([[0.0, 1.0, 0.0],
-                          [0.0, 0.0, 0.0],
-                          [0.0, 0.0, 1.0]])
-    truncated = tensor([[0.0, 0.0, 0.0],
-                              [0.0, 0.0, 0.0],
-                              [0.0, 0.0, 1.0]])
-    final_values = tensor([[0.0, 0.0, 0.0],
-                                 [0.0, 0.0, 0.0],
-                                 [0.0, 0.0, 2.0]])
+    rewards = tensor([[1.0, 1.0, 0.0], [0.0, 2.0, 0.0], [1.0, 0.0, 4.0]])
+    dones = tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    truncated = tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    final_values = tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 2.0]])
     bootstrap = tensor([2.0, 4.0, 100.0])
     folded = fold_truncation_bootstrap(rewards, truncated, final_values, gamma=0.5)
     returns = discounted_returns(folded, dones, bootstrap, gamma=0.5)
     # env 0: R2 = 1 + .5*2 = 2, R1 = 0 + .5*2 = 1, R0 = 1 + .5*1 = 1.5
     # env 1: R2 = 0 + .5*4 = 2, R1 = 2 + .5*2 = 3, R0 = 1 (terminated at t=0)
     # env 2: R2 = 4 + .5*2 = 5 (the bootstrap 100 is ignored), R1 = 2.5, R0 = 1.25
-    expected = tensor([[1.5, 1.0, 1.25],
-                             [1.0, 3.0, 2.5],
-                             [2.0, 2.0, 5.0]])
+    expected = tensor([[1.5, 1.0, 1.25], [1.0, 3.0, 2.5], [2.0, 2.0, 5.0]])
     assert_close(returns, expected)
     # and each column equals the single-environment computation
     for b in range(3):
-        single = discounted_returns(folded[:, b:b + 1], dones[:, b:b + 1], bootstrap[b:b + 1], gamma=0.5)
-        assert_close(returns[:, b:b + 1], single)
+        single = discounted_returns(folded[:, b : b + 1], dones[:, b : b + 1], bootstrap[b : b + 1], gamma=0.5)
+        assert_close(returns[:, b : b + 1], single)
 
 
 def test_gae_hand_computed_lambda_half():
@@ -102,16 +92,14 @@ def test_gae_hand_computed_lambda_half():
     # delta2 = 2 + .5*2 - 1.5 = 1.5           A2 = 1.5
     # delta1 = 0 + .5*1.5 - 1 = -0.25         A1 = -0.25 + .25*1.5 = 0.125
     # delta0 = 1 + .5*1 - .5 = 1.0            A0 = 1 + .25*0.125 = 1.03125
-    advantages = gae_advantages(col(1, 0, 2), col(0.5, 1, 1.5), col(0, 0, 0), tensor([2.0]),
-                                gamma=0.5, lam=0.5)
+    advantages = gae_advantages(col(1, 0, 2), col(0.5, 1, 1.5), col(0, 0, 0), tensor([2.0]), gamma=0.5, lam=0.5)
     assert_close(advantages, col(1.03125, 0.125, 1.5))
 
 
 def test_gae_stops_at_a_termination():
     # as above but the episode ends at t=1: delta1 = 0 - 1 = -1 and nothing flows back across it
     # A1 = -1; A0 = 1 + .25*(-1) = 0.75; A2 unchanged
-    advantages = gae_advantages(col(1, 0, 2), col(0.5, 1, 1.5), col(0, 1, 0), tensor([2.0]),
-                                gamma=0.5, lam=0.5)
+    advantages = gae_advantages(col(1, 0, 2), col(0.5, 1, 1.5), col(0, 1, 0), tensor([2.0]), gamma=0.5, lam=0.5)
     assert_close(advantages, col(0.75, -1.0, 1.5))
 
 
@@ -180,8 +168,9 @@ def test_actor_critic_loss_and_gradient_equal_autograd(seed):
     log_probs, entropies, values, targets, advantages = rng.standard_normal((5, steps, batch), dtype=np.float32)
     mask = rng.random((steps, batch)) < 0.8
     weights = loss_weights(mask.shape, mask, rng.random((steps, batch)).astype(np.float32))
-    loss, gradient = actor_critic_loss(log_probs, entropies, advantages, targets - values, value_loss_coef,
-                                       entropy_coef, weights)
+    loss, gradient = actor_critic_loss(
+        log_probs, entropies, advantages, targets - values, value_loss_coef, entropy_coef, weights
+    )
 
     log_probs_t, entropies_t, values_t = (torch.from_numpy(x).requires_grad_() for x in (log_probs, entropies, values))
     weights_t, targets_t, advantages_t = (torch.from_numpy(x) for x in (weights, targets, advantages))

@@ -29,8 +29,19 @@ from .conftest import (
     wait_for_metrics_rows,
 )
 
-LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000",
-            "--print-interval", "0.5", "--no-tensorboard"]
+LONG_RUN = [
+    "--env",
+    "CartPole-v1",
+    "--num-processes",
+    "2",
+    "--target-return",
+    "none",
+    "--max-steps",
+    "50000000",
+    "--print-interval",
+    "0.5",
+    "--no-tensorboard",
+]
 
 
 @pytest.mark.slow
@@ -61,8 +72,8 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
     result = run_cli("--resume", str(run_dir), "--max-steps", str(max_steps), timeout=60)
     assert result.returncode == 0, result.stderr
     rows_after = metrics_rows(run_dir)
-    assert rows_after[:len(rows_before)] == rows_before
-    new_rows = rows_after[len(rows_before):]
+    assert rows_after[: len(rows_before)] == rows_before
+    new_rows = rows_after[len(rows_before) :]
     steps = [int(row["env_steps"]) for row in rows_after]
     assert steps == sorted(set(steps))  # no row duplicated, none goes back
     assert new_rows and int(new_rows[0]["env_steps"]) > saved["env_steps"]
@@ -79,12 +90,12 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
 @pytest.mark.timeout(60)
 def test_resume_refuses_another_env(tmp_path):
     run_dir = tmp_path / "run"
-    first = run_cli("--num-processes", "1", "--max-steps", "2000",
-                            "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=60)
+    first = run_cli(
+        "--num-processes", "1", "--max-steps", "2000", "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=60
+    )
     assert first.returncode == 0, first.stderr
     before = (run_dir / "metrics.csv").read_text()
-    result = run_cli("--resume", str(run_dir), "--env", "Acrobot-v1",
-                             "--max-steps", "9000", timeout=60)
+    result = run_cli("--resume", str(run_dir), "--env", "Acrobot-v1", "--max-steps", "9000", timeout=60)
     assert result.returncode == 2
     assert "contradicts the checkpoint" in result.stderr and "Traceback" not in result.stderr
     assert (run_dir / "metrics.csv").read_text() == before
@@ -113,8 +124,19 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
 @pytest.mark.timeout(90)
 def test_a_worker_that_fails_on_every_start_ends_the_run_cleanly(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", "tests.cue_env:CueCrash-v0", "--num-processes", "2",
-                             "--max-worker-restarts", "2", "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=80)
+    result = run_cli(
+        "--env",
+        "tests.cue_env:CueCrash-v0",
+        "--num-processes",
+        "2",
+        "--max-worker-restarts",
+        "2",
+        "--eval-episodes",
+        "0",
+        "--run-dir",
+        str(run_dir),
+        timeout=80,
+    )
     assert result.returncode == 1
     assert "cue env exploded" in result.stderr
     assert "no restarts left (--max-worker-restarts 2)" in result.stderr
@@ -152,8 +174,17 @@ def test_the_policy_lag_counts_the_updates_applied_since_the_weights_were_read()
 @pytest.mark.timeout(60)
 def test_repeated_nan_losses_stop_the_run_with_the_weights_intact(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--env", "tests.cue_env:CueNaN-v0", "--num-processes", "2",
-                             "--eval-episodes", "0", "--run-dir", str(run_dir), timeout=50)
+    result = run_cli(
+        "--env",
+        "tests.cue_env:CueNaN-v0",
+        "--num-processes",
+        "2",
+        "--eval-episodes",
+        "0",
+        "--run-dir",
+        str(run_dir),
+        timeout=50,
+    )
     assert result.returncode == 1
     assert "NaN or infinite" in result.stderr and "Traceback" not in result.stderr
     summary = json.loads((run_dir / "summary.json").read_text())

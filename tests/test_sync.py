@@ -1,4 +1,5 @@
-"""What node groups and the global model exchange (a3c/backends/sync.py), with no Ray: the global model is a list here."""
+"""What node groups and the global model exchange (a3c/backends/sync.py), with no Ray: the global model is
+a list here."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_every_groups_update_reaches_the_global_weights_once():
     groups = [SyncedState(start.clone(), []) for _ in range(2)]
     anchors = [[start.clone()] for _ in groups]
     applied = torch.zeros(4)
-    for round_ in range(5):
+    for _ in range(5):
         for index, group in enumerate(groups):
             step = torch.randn(4)
             group.weights += step  # a worker's update
@@ -99,8 +100,10 @@ def test_observation_and_return_statistics_of_two_groups_merge_through_the_globa
 
 
 def test_optimizer_states_average_their_moments_and_keep_the_most_steps():
-    states = [{"steps": torch.tensor(5.0), "exp_avg": [torch.tensor([1.0, 3.0])], "exp_avg_sq": [torch.tensor([2.0])]},
-              {"steps": torch.tensor(9.0), "exp_avg": [torch.tensor([3.0, 5.0])], "exp_avg_sq": [torch.tensor([4.0])]}]
+    states = [
+        {"steps": torch.tensor(5.0), "exp_avg": [torch.tensor([1.0, 3.0])], "exp_avg_sq": [torch.tensor([2.0])]},
+        {"steps": torch.tensor(9.0), "exp_avg": [torch.tensor([3.0, 5.0])], "exp_avg_sq": [torch.tensor([4.0])]},
+    ]
     merged = average_states(states)
     assert merged["steps"] == 9.0
     torch.testing.assert_close(merged["exp_avg"], [torch.tensor([2.0, 4.0])])
@@ -109,6 +112,7 @@ def test_optimizer_states_average_their_moments_and_keep_the_most_steps():
 
 def test_shards_split_the_weights_into_contiguous_slices_one_per_4m_parameters_by_default():
     from a3c.backends.global_model import shard_bounds, shard_count
+
     assert shard_bounds(10, 3) == [0, 3, 6, 10]
     assert shard_bounds(5, 1) == [0, 5]
     assert shard_count(0, 34_000) == 1 and shard_count(0, 9_000_000) == 3 and shard_count(2, 34_000) == 2

@@ -22,8 +22,20 @@ from a3c.run.tensorboard_events import EventFile
 
 from .conftest import fill, metrics_rows, run_cli
 
-SHORT_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--log-interval", "1000",
-             "--eval-interval", "0.5", "--eval-episodes", "2"]
+SHORT_RUN = [
+    "--env",
+    "CartPole-v1",
+    "--num-processes",
+    "2",
+    "--target-return",
+    "none",
+    "--log-interval",
+    "1000",
+    "--eval-interval",
+    "0.5",
+    "--eval-episodes",
+    "2",
+]
 
 
 def read_scalars(tb_dir) -> dict[str, list[tuple[int, float]]]:
@@ -34,14 +46,25 @@ def read_scalars(tb_dir) -> dict[str, list[tuple[int, float]]]:
 
 
 def metrics_writer(run_dir) -> MetricsWriter:
-    settings = MetricsSettings(run_dir, log_interval=100, print_interval=1e9, max_steps=1000,
-                               lr_at=lambda steps: 1e-3, tensorboard=True)
+    settings = MetricsSettings(
+        run_dir, log_interval=100, print_interval=1e9, max_steps=1000, lr_at=lambda steps: 1e-3, tensorboard=True
+    )
     return MetricsWriter(settings, start_time=time.monotonic(), console=Console(lambda *args, **kwargs: None))
 
 
 def update(env_steps: int, returns: list) -> Update:
-    return Update(0, RolloutReport(env_steps=env_steps, finished_returns=returns, finished_lengths=[10] * len(returns),
-                                   policy_loss=0.5, value_loss=2.0, entropy=0.7, grad_norm=1.5))
+    return Update(
+        0,
+        RolloutReport(
+            env_steps=env_steps,
+            finished_returns=returns,
+            finished_lengths=[10] * len(returns),
+            policy_loss=0.5,
+            value_loss=2.0,
+            entropy=0.7,
+            grad_norm=1.5,
+        ),
+    )
 
 
 def test_tensorboard_reads_back_the_rows_a_metrics_writer_writes(tmp_path):
@@ -68,8 +91,9 @@ def test_tensorboard_reads_back_the_rows_a_metrics_writer_writes(tmp_path):
 def test_tensorboard_reads_back_the_rows_of_a_run(tmp_path):
     run_dir = tmp_path / "run"
     # long enough for the evaluator to finish evaluations on a loaded 2-core machine: it waits an interval first
-    result = run_cli(*SHORT_RUN, "--max-steps", "20000", "--eval-interval", "0.1", "--run-dir", str(run_dir),
-                     timeout=100)
+    result = run_cli(
+        *SHORT_RUN, "--max-steps", "20000", "--eval-interval", "0.1", "--run-dir", str(run_dir), timeout=100
+    )
     assert result.returncode == 0, result.stderr
     scalars = read_scalars(run_dir / "tb")
     rows = metrics_rows(run_dir)
@@ -83,7 +107,8 @@ def test_tensorboard_reads_back_the_rows_of_a_run(tmp_path):
 
 
 def test_a_tensorboard_write_on_a_full_disk_raises_a_write_error_naming_its_file_in_the_caller_s_thread(
-        small_disk, monkeypatch):
+    small_disk, monkeypatch
+):
     thread_errors = []
     monkeypatch.setattr(threading, "excepthook", thread_errors.append)
     threads = threading.active_count()
@@ -117,8 +142,7 @@ def test_a_metrics_writer_whose_tensorboard_file_cannot_be_written_still_closes_
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_a_run_whose_tensorboard_disk_is_full_stops_with_one_line_and_resumes_when_there_is_room(tmp_path,
-                                                                                                 small_disk):
+def test_a_run_whose_tensorboard_disk_is_full_stops_with_one_line_and_resumes_when_there_is_room(tmp_path, small_disk):
     run_dir = tmp_path / "run"
     first = run_cli(*SHORT_RUN, "--max-steps", "2000", "--run-dir", str(run_dir), timeout=100)
     assert first.returncode == 0, first.stderr

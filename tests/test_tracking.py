@@ -22,9 +22,19 @@ from a3c.run.tracking import Tracker, require_tracker, start_process
 from .conftest import assert_one_line_usage_error, run_cli, run_cli_without
 
 # 2 workers, an evaluation every 0.2 s; a target low enough to be confirmed (confirmation rows) early on
-CARTPOLE_RUN = dict(env="CartPole-v1", num_processes=2, envs_per_process=4, t_max=5, max_steps=20_000,
-                    log_interval=500, eval_interval=0.2, eval_episodes=5, target_return=25.0, confirm_episodes=5,
-                    tensorboard=False)
+CARTPOLE_RUN = dict(
+    env="CartPole-v1",
+    num_processes=2,
+    envs_per_process=4,
+    t_max=5,
+    max_steps=20_000,
+    log_interval=500,
+    eval_interval=0.2,
+    eval_episodes=5,
+    target_return=25.0,
+    confirm_episodes=5,
+    tensorboard=False,
+)
 EXIT_CODES = {"interrupted": 130}  # the trainer's, for a stop by Ctrl-C
 
 
@@ -38,8 +48,10 @@ def logged_rows(run_dir) -> dict[str, list[dict]]:
     groups = {"train": csv_rows(run_dir / "metrics.csv"), "eval": [], "confirmation": []}
     for row in csv_rows(run_dir / "eval.csv"):
         groups["confirmation" if row.pop("confirmation") == "1" else "eval"].append(row)
-    return {group: [{key: float(value) for key, value in row.items() if not math.isnan(float(value))} for row in rows]
-            for group, rows in groups.items()}
+    return {
+        group: [{key: float(value) for key, value in row.items() if not math.isnan(float(value))} for row in rows]
+        for group, rows in groups.items()
+    }
 
 
 def assert_same_rows(logged: list[dict], written: list[dict]) -> None:
@@ -141,14 +153,33 @@ def test_a_tracking_process_whose_run_never_starts_ends_without_writing(tmp_path
 def test_a_tracking_process_that_dies_stops_the_run_with_one_line(tmp_path):
     pytest.importorskip("mlflow", reason="--track mlflow needs pip install -r requirements-track.txt")
     run_dir = tmp_path / "run"
-    result = run_cli("--env", "CartPole-v1", "--num-processes", "2", "--max-steps", "50000000",
-                     "--eval-interval", "0.2", "--eval-episodes", "3", "--target-return", "none", "--no-tensorboard",
-                     "--track", "mlflow", "--run-dir", str(run_dir),
-                     env={**os.environ, "MLFLOW_TRACKING_URI": "nowhere://at-all"})
+    result = run_cli(
+        "--env",
+        "CartPole-v1",
+        "--num-processes",
+        "2",
+        "--max-steps",
+        "50000000",
+        "--eval-interval",
+        "0.2",
+        "--eval-episodes",
+        "3",
+        "--target-return",
+        "none",
+        "--no-tensorboard",
+        "--track",
+        "mlflow",
+        "--run-dir",
+        str(run_dir),
+        env={**os.environ, "MLFLOW_TRACKING_URI": "nowhere://at-all"},
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("callback --track mlflow")]
-    assert re.match(r"callback --track mlflow raised TrackingError in on_(evaluation|metrics): the mlflow tracking "
-                    r"process exited with code 1: ", line), line
+    assert re.match(
+        r"callback --track mlflow raised TrackingError in on_(evaluation|metrics): the mlflow tracking "
+        r"process exited with code 1: ",
+        line,
+    ), line
     assert "URI 'nowhere://at-all'" in line  # the library's own words, the last line of tracking.log
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "callback_failed"
 
@@ -163,6 +194,7 @@ FULL, LAST = 1, 4  # the chunk types that end a record (2 and 3 begin and contin
 def wandb_records(path) -> list:
     """Every Record of a .wandb file: chunks of 32 KiB blocks (crc32, length, type), joined into records."""
     from wandb.proto import wandb_internal_pb2
+
     data = path.read_bytes()
     assert data.startswith(WANDB_HEADER)
     records, payload, at = [], b"", len(WANDB_HEADER)
@@ -170,10 +202,10 @@ def wandb_records(path) -> list:
         if BLOCK - at % BLOCK < CHUNK_HEADER:  # a block's tail too short for a chunk: padding
             at += BLOCK - at % BLOCK
             continue
-        _, length, kind = struct.unpack("<IHB", data[at:at + CHUNK_HEADER])
+        _, length, kind = struct.unpack("<IHB", data[at : at + CHUNK_HEADER])
         if kind == 0:  # zeros: the end of what was written
             break
-        payload += data[at + CHUNK_HEADER:at + CHUNK_HEADER + length]
+        payload += data[at + CHUNK_HEADER : at + CHUNK_HEADER + length]
         at += CHUNK_HEADER + length
         if kind in (FULL, LAST):
             record = wandb_internal_pb2.Record()
@@ -229,12 +261,16 @@ def test_track_takes_none_mlflow_or_wandb(tmp_path):
         a3c.Config(track="bogus")
 
 
-@pytest.mark.parametrize("kind, hidden, uri, missing", [
-    ("mlflow", "mlflow", None, "mlflow"), ("wandb", "wandb", None, "wandb"),
-    ("mlflow", "sqlalchemy", None, "sqlalchemy"),  # MLflow's default store is a database
-    ("mlflow", "alembic", "postgresql://db/mlflow", "alembic"),
-    ("mlflow", "sqlalchemy", "http://localhost:5000", None),  # a tracking server's client needs no database
-])
+@pytest.mark.parametrize(
+    "kind, hidden, uri, missing",
+    [
+        ("mlflow", "mlflow", None, "mlflow"),
+        ("wandb", "wandb", None, "wandb"),
+        ("mlflow", "sqlalchemy", None, "sqlalchemy"),  # MLflow's default store is a database
+        ("mlflow", "alembic", "postgresql://db/mlflow", "alembic"),
+        ("mlflow", "sqlalchemy", "http://localhost:5000", None),  # a tracking server's client needs no database
+    ],
+)
 def test_a_missing_library_is_named_with_the_extra(kind, hidden, uri, missing, monkeypatch):
     for other in ("mlflow", "sqlalchemy", "alembic") if kind == "mlflow" else ():
         if other != hidden:  # only the hidden one may be missing, for the message to name it alone

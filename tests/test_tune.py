@@ -18,7 +18,8 @@ from .conftest import assert_one_line_usage_error, run_cli, start_cli
 def test_learning_area_holds_each_evaluation_until_the_next():
     # 10 from 0 to 200 (the first evaluation also before it), 30 from 200 to 1000
     assert learning_area([(100, 10.0), (200, 30.0)], until=1000, budget=1000, target=None) == pytest.approx(
-        (10 * 200 + 30 * 800) / 1000)
+        (10 * 200 + 30 * 800) / 1000
+    )
 
 
 def test_learning_area_counts_a_lucky_evaluation_only_for_its_span_and_caps_it_at_the_target():
@@ -28,8 +29,7 @@ def test_learning_area_counts_a_lucky_evaluation_only_for_its_span_and_caps_it_a
 
 def test_learning_area_counts_the_target_from_a_confirmed_solve_on():
     # an evaluation after the solve (the confirmation's own row, a later dip) no longer counts
-    area = learning_area([(0, 20.0), (300, 480.0), (400, 100.0)], until=1000, budget=1000, target=500.0,
-                         solved_at=300)
+    area = learning_area([(0, 20.0), (300, 480.0), (400, 100.0)], until=1000, budget=1000, target=500.0, solved_at=300)
     assert area == pytest.approx((20 * 300 + 500 * 700) / 1000)
     assert area > learning_area([(0, 20.0), (600, 480.0)], 1000, 1000, 500.0, solved_at=600)  # sooner scores more
 
@@ -37,7 +37,8 @@ def test_learning_area_counts_the_target_from_a_confirmed_solve_on():
 def test_a_partial_area_is_the_share_of_the_whole_so_far():
     evaluations = [(0, 20.0), (300, 100.0)]
     assert learning_area(evaluations, until=500, budget=1000, target=None) == pytest.approx(
-        (20 * 300 + 100 * 200) / 1000)
+        (20 * 300 + 100 * 200) / 1000
+    )
     assert learning_area([], until=500, budget=1000, target=None) == 0.0
 
 
@@ -76,28 +77,31 @@ def test_the_pruner_sees_the_mean_return_so_far_a_level_that_random_play_holds_a
 
 def test_a_space_file_replaces_and_adds_entries(tmp_path):
     path = tmp_path / "space.toml"
-    path.write_text('[lr]\nlow = 1e-4\nhigh = 1e-3\nlog = true\n\n[sigma-init]\nchoices = [0.01, 0.05]\n')
+    path.write_text("[lr]\nlow = 1e-4\nhigh = 1e-3\nlog = true\n\n[sigma-init]\nchoices = [0.01, 0.05]\n")
     space = load_space(path)
     assert space["lr"] == {"low": 1e-4, "high": 1e-3, "log": True}
     assert space["sigma_init"] == {"choices": [0.01, 0.05]}
     assert set(space) == set(DEFAULT_SPACE) | {"sigma_init"}
-    path.write_text('default_space = false\n[t-max]\nchoices = [5]\n')
+    path.write_text("default_space = false\n[t-max]\nchoices = [5]\n")
     assert load_space(path) == {"t_max": {"choices": [5]}}
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[bogus]\nchoices = [1]\n", ["bogus", "unknown option"]),
-    ("[seed]\nchoices = [1]\n", ["seed", "set by the tuner"]),
-    ("[lr]\nlow = 1e-2\nhigh = 1e-3\n", ["lr", "low < high"]),
-    ("[lr]\nlow = 0.0\nhigh = 1e-3\nlog = true\n", ["lr", "low > 0"]),
-    ("[gamma]\nchoices = [0.99, 1.5]\n", ["gamma", "--gamma must be in (0, 1]"]),
-    ("[core]\nchoices = [\"lstm\", \"gru\"]\n", ["core", "one of lstm, none"]),
-    ("[core]\nlow = 1\nhigh = 2\n", ["core", "takes choices"]),
-    ("[t-max]\nchoices = []\n", ["t_max", "non-empty list"]),
-    ("lr = 0.001\n", ["lr", "must be a table"]),
-    ("default_space = false\n", ["the space is empty"]),
-    ("[lr\n", ["not valid TOML"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[bogus]\nchoices = [1]\n", ["bogus", "unknown option"]),
+        ("[seed]\nchoices = [1]\n", ["seed", "set by the tuner"]),
+        ("[lr]\nlow = 1e-2\nhigh = 1e-3\n", ["lr", "low < high"]),
+        ("[lr]\nlow = 0.0\nhigh = 1e-3\nlog = true\n", ["lr", "low > 0"]),
+        ("[gamma]\nchoices = [0.99, 1.5]\n", ["gamma", "--gamma must be in (0, 1]"]),
+        ('[core]\nchoices = ["lstm", "gru"]\n', ["core", "one of lstm, none"]),
+        ("[core]\nlow = 1\nhigh = 2\n", ["core", "takes choices"]),
+        ("[t-max]\nchoices = []\n", ["t_max", "non-empty list"]),
+        ("lr = 0.001\n", ["lr", "must be a table"]),
+        ("default_space = false\n", ["the space is empty"]),
+        ("[lr\n", ["not valid TOML"]),
+    ],
+)
 def test_a_bad_space_file_is_refused_naming_the_key(tmp_path, text, words):
     path = tmp_path / "space.toml"
     path.write_text(text)
@@ -114,9 +118,22 @@ def csv_rows(path) -> list[dict]:
 
 # Two learning rates: one learns CartPole within the budget, one cannot, so a trial of the second is pruned
 # against a finished trial of the first (sampler seed 0 samples 1e-6, 5e-3, then 1e-6 again)
-SPACE = 'default_space = false\n[lr]\nchoices = [5e-3, 1e-6]\n'
-STUDY = ["tune", "--env", "CartPole-v1", "--seeds", "2", "--max-steps", "8000", "--num-processes", "2",
-         "--prune-startup", "1", "--seed", "0"]
+SPACE = "default_space = false\n[lr]\nchoices = [5e-3, 1e-6]\n"
+STUDY = [
+    "tune",
+    "--env",
+    "CartPole-v1",
+    "--seeds",
+    "2",
+    "--max-steps",
+    "8000",
+    "--num-processes",
+    "2",
+    "--prune-startup",
+    "1",
+    "--seed",
+    "0",
+]
 
 
 @pytest.mark.slow
@@ -128,8 +145,7 @@ def test_a_study_prunes_resumes_from_its_sqlite_file_and_its_best_settings_train
     first = run_cli(*STUDY, "--trials", "2", "--space", str(tmp_path / "space.toml"), "--out", str(out), timeout=120)
     assert first.returncode == 0, first.stderr
     assert len(csv_rows(out / "trials.csv")) == 2
-    resumed = run_cli(*STUDY, "--trials", "4", "--space", str(tmp_path / "space.toml"), "--out", str(out),
-                      timeout=120)
+    resumed = run_cli(*STUDY, "--trials", "4", "--space", str(tmp_path / "space.toml"), "--out", str(out), timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     trials = csv_rows(out / "trials.csv")
     assert [row["number"] for row in trials] == ["0", "1", "2", "3"]  # the first two kept, two more run
@@ -141,8 +157,17 @@ def test_a_study_prunes_resumes_from_its_sqlite_file_and_its_best_settings_train
             # on a loaded machine the pruning evaluation may be the last seed's final one)
             assert float(row["objective"]) < float(best["objective"])
     assert (out / "history.png").stat().st_size > 0 and (out / "importances.png").stat().st_size > 0
-    trained = run_cli("--config", str(out / "best.toml"), "--run-dir", str(tmp_path / "again"), "--max-steps", "2000",
-                      "--num-processes", "2", timeout=60)
+    trained = run_cli(
+        "--config",
+        str(out / "best.toml"),
+        "--run-dir",
+        str(tmp_path / "again"),
+        "--max-steps",
+        "2000",
+        "--num-processes",
+        "2",
+        timeout=60,
+    )
     assert trained.returncode == 0, trained.stderr
     config = json.loads((tmp_path / "again" / "config.json").read_text())
     assert config["lr"] == 5e-3 and config["env"] == "CartPole-v1"
@@ -152,10 +177,21 @@ def test_a_study_prunes_resumes_from_its_sqlite_file_and_its_best_settings_train
 @pytest.mark.timeout(180)
 def test_ctrl_c_ends_a_study_with_its_finished_trials_kept(tmp_path):
     pytest.importorskip("optuna", reason="needs the tune extra: pip install -r requirements-tune.txt")
-    (tmp_path / "space.toml").write_text('default_space = false\n[lr]\nchoices = [1e-6]\n')  # never solves
+    (tmp_path / "space.toml").write_text("default_space = false\n[lr]\nchoices = [1e-6]\n")  # never solves
     out = tmp_path / "study"
-    process = start_cli(*STUDY, "--trials", "5", "--max-steps", "20000", "--space", str(tmp_path / "space.toml"),
-                        "--out", str(out), "--pruner", "none")
+    process = start_cli(
+        *STUDY,
+        "--trials",
+        "5",
+        "--max-steps",
+        "20000",
+        "--space",
+        str(tmp_path / "space.toml"),
+        "--out",
+        str(out),
+        "--pruner",
+        "none",
+    )
     # the second trial's first run has started: the first trial has finished
     deadline = time.monotonic() + 120
     while not (out / "trials" / "0001-seed0" / "eval.csv").exists():
@@ -172,12 +208,15 @@ def test_ctrl_c_ends_a_study_with_its_finished_trials_kept(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, words", [
-    (["--env", "NoSuchEnv-v0"], ["NoSuchEnv-v0"]),
-    (["--space", "{space}"], ["--space", "unknown option"]),
-    (["--storage", "nosuchdb://x"], ["--storage", "nosuchdb://x"]),
-    (["--trials", "0"], ["--trials"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--env", "NoSuchEnv-v0"], ["NoSuchEnv-v0"]),
+        (["--space", "{space}"], ["--space", "unknown option"]),
+        (["--storage", "nosuchdb://x"], ["--storage", "nosuchdb://x"]),
+        (["--trials", "0"], ["--trials"]),
+    ],
+)
 def test_bad_tuner_input_is_a_one_line_usage_error(tmp_path, args, words):
     pytest.importorskip("optuna", reason="needs the tune extra: pip install -r requirements-tune.txt")
     (tmp_path / "space.toml").write_text("[bogus]\nchoices = [1]\n")
@@ -194,9 +233,19 @@ def test_best_settings_without_the_preset_reset_its_options_and_keep_the_study_b
     from a3c.config.settings import Config
     from a3c.tune.results import best_settings
     from a3c.tune.study import Study
+
     (tmp_path / "space.toml").write_text(SPACE)
-    study = Study(env="Acrobot-v1", trials=1, seeds=1, max_steps=1234, out=str(tmp_path), storage="", study_name="s",
-                  space_file=str(tmp_path / "space.toml"), use_preset=False)
+    study = Study(
+        env="Acrobot-v1",
+        trials=1,
+        seeds=1,
+        max_steps=1234,
+        out=str(tmp_path),
+        storage="",
+        study_name="s",
+        space_file=str(tmp_path / "space.toml"),
+        use_preset=False,
+    )
     settings = best_settings(SimpleNamespace(params={"lr": 5e-3}), study)
     assert settings["max_steps"] == 1234 and settings["lr"] == 5e-3  # the budget the trial ran with, not the preset's
     for name in set(preset_for("Acrobot-v1")) - {"max_steps", "lr"}:

@@ -31,8 +31,10 @@ def test_no_more_than_the_allowed_number_of_workers_hold_a_turn_at_once():
     workers, allowed = 6, 2
     turns = Turns(CTX, allowed, workers)
     active_now, most_at_once, lock = CTX.RawValue("i", 0), CTX.RawValue("i", 0), CTX.Lock()
-    processes = [CTX.Process(target=hold_a_turn, args=(turns, rank, active_now, most_at_once, lock, 0.1))
-                 for rank in range(workers)]
+    processes = [
+        CTX.Process(target=hold_a_turn, args=(turns, rank, active_now, most_at_once, lock, 0.1))
+        for rank in range(workers)
+    ]
     started = time.monotonic()
     for process in processes:
         process.start()

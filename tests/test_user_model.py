@@ -20,20 +20,23 @@ from .conftest import run_cli
 CARTPOLE = env_spec("CartPole-v1")
 
 
-@pytest.mark.parametrize("name, words", [
-    ("tests.no_such_module:mlp", ["cannot import tests.no_such_module"]),
-    ("tests.user_models:no_such_function", ["has no function no_such_function"]),
-    ("tests.user_models", ["must be module:function"]),
-    ("tests.user_models:raises", ["raised RuntimeError: no GPU found"]),
-    ("tests.user_models:not_a_module", ["returned a str, not a torch nn.Module"]),
-    ("tests.user_models:no_parameters", ["without parameters"]),
-    ("tests.user_models:one_output", ["must return (head [2, 2], value [2])", "a tensor [2, 2]"]),
-    ("tests.user_models:value_with_extra_dimension", ["(head [2, 2], value [2])", "[2, 1]"]),
-    ("tests.user_models:forward_raises", ["forward() on a batch [2, 4] raised RuntimeError"]),
-    ("tests.user_models:state_of_a_list", ["initial_state(2) must return a tuple of float tensors [2, ...]"]),
-    ("tests.user_models:recurrent_without_state", ["must return (head [2, 2], value [2], state)"]),
-    ("tests.user_models:state_changes_shape", ["a state like initial_state's (a tensor [2, 8])", "[2, 4]"]),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("tests.no_such_module:mlp", ["cannot import tests.no_such_module"]),
+        ("tests.user_models:no_such_function", ["has no function no_such_function"]),
+        ("tests.user_models", ["must be module:function"]),
+        ("tests.user_models:raises", ["raised RuntimeError: no GPU found"]),
+        ("tests.user_models:not_a_module", ["returned a str, not a torch nn.Module"]),
+        ("tests.user_models:no_parameters", ["without parameters"]),
+        ("tests.user_models:one_output", ["must return (head [2, 2], value [2])", "a tensor [2, 2]"]),
+        ("tests.user_models:value_with_extra_dimension", ["(head [2, 2], value [2])", "[2, 1]"]),
+        ("tests.user_models:forward_raises", ["forward() on a batch [2, 4] raised RuntimeError"]),
+        ("tests.user_models:state_of_a_list", ["initial_state(2) must return a tuple of float tensors [2, ...]"]),
+        ("tests.user_models:recurrent_without_state", ["must return (head [2, 2], value [2], state)"]),
+        ("tests.user_models:state_changes_shape", ["a state like initial_state's (a tensor [2, 8])", "[2, 4]"]),
+    ],
+)
 def test_a_broken_model_is_refused_with_one_line_naming_the_option(name, words):
     with pytest.raises(ConfigError) as error:
         build_model(Config(model=name), CARTPOLE)
@@ -93,12 +96,15 @@ def test_a_users_model_reads_normalised_observations():
 
 @pytest.mark.slow
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("args, words", [
-    (["--model", "tests.user_models:one_output"], ["--model", "must return"]),
-    (["--model", "no_such_module:mlp"], ["--model", "cannot import"]),
-    (["--model", "tests.user_models:raises"], ["--model", "raised RuntimeError"]),
-    (["--model", "tests.user_models:mlp", "--learner", "numpy"], ["--learner"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--model", "tests.user_models:one_output"], ["--model", "must return"]),
+        (["--model", "no_such_module:mlp"], ["--model", "cannot import"]),
+        (["--model", "tests.user_models:raises"], ["--model", "raised RuntimeError"]),
+        (["--model", "tests.user_models:mlp", "--learner", "numpy"], ["--learner"]),
+    ],
+)
 def test_the_cli_refuses_a_broken_model_before_writing_anything(tmp_path, args, words):
     run_dir = tmp_path / "run"
     result = run_cli(*args, "--run-dir", str(run_dir))

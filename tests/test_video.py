@@ -22,7 +22,7 @@ from .test_cli import assert_one_line_usage_error
 
 imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
 pytest.importorskip("pygame", reason="CartPole renders with pygame: pip install -r requirements-video.txt")
-from PIL import Image, ImageSequence  # Pillow comes with imageio
+from PIL import Image, ImageSequence  # noqa: E402  (Pillow comes with imageio: after its skip)
 
 
 def gif_delays(path) -> list[int]:
@@ -66,11 +66,14 @@ def test_a_video_plays_by_the_envs_action_mask(tmp_path):
     """MaskedCue ends an episode at its first illegal action (-1): an untrained policy blind to the mask
     would end each of the 4 episodes within a step or two."""
     checkpoint = save_untrained(Config(env="tests.masked_env:MaskedCue-v0"), tmp_path / "untrained.pt")
-    result = run_cli("evaluate", "--checkpoint", str(checkpoint), "--episodes", "4", "--video",
-                     str(tmp_path / "masked.mp4"))
+    result = run_cli(
+        "evaluate", "--checkpoint", str(checkpoint), "--episodes", "4", "--video", str(tmp_path / "masked.mp4")
+    )
     assert result.returncode == 0, result.stderr
-    assert f"({4 * EPISODE} frames)" in result.stdout and float(re.search(r"mean return (-?\d+\.\d+)",
-                                                                          result.stdout).group(1)) >= 0
+    assert (
+        f"({4 * EPISODE} frames)" in result.stdout
+        and float(re.search(r"mean return (-?\d+\.\d+)", result.stdout).group(1)) >= 0
+    )
     assert imageio.get_reader(tmp_path / "masked.mp4").count_frames() == 4 * EPISODE
 
 
@@ -93,8 +96,9 @@ def test_a_gif_keeps_time_across_the_identical_frames_pillow_merges(tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("name, words", [("out.avi", ["--video", ".mp4 or .gif"]),
-                                         ("missing/out.mp4", ["--video", "does not exist"])])
+@pytest.mark.parametrize(
+    "name, words", [("out.avi", ["--video", ".mp4 or .gif"]), ("missing/out.mp4", ["--video", "does not exist"])]
+)
 def test_a_bad_video_path_is_a_one_line_usage_error(untrained_checkpoint, tmp_path, name, words):
     result = run_cli("evaluate", "--checkpoint", str(untrained_checkpoint), "--video", str(tmp_path / name))
     assert_one_line_usage_error(result, *words)
@@ -102,19 +106,29 @@ def test_a_bad_video_path_is_a_one_line_usage_error(untrained_checkpoint, tmp_pa
 
 @pytest.mark.timeout(60)
 def test_without_imageio_video_options_are_a_one_line_usage_error(untrained_checkpoint, tmp_path):
-    hide = ("import runpy, sys; sys.modules['imageio'] = None; "  # `import imageio` now fails, installed or not
-            "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')")
-    for args in (["evaluate", "--checkpoint", str(untrained_checkpoint), "--video", str(tmp_path / "a.mp4")],
-                 ["--video-interval", "10", "--max-steps", "100", "--run-dir", str(tmp_path / "run")]):
-        result = subprocess.run([sys.executable, "-c", hide, *args], cwd=REPO_ROOT, capture_output=True,
-                                text=True, timeout=50)
+    hide = (
+        "import runpy, sys; sys.modules['imageio'] = None; "  # `import imageio` now fails, installed or not
+        "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')"
+    )
+    for args in (
+        ["evaluate", "--checkpoint", str(untrained_checkpoint), "--video", str(tmp_path / "a.mp4")],
+        ["--video-interval", "10", "--max-steps", "100", "--run-dir", str(tmp_path / "run")],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-c", hide, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50
+        )
         assert_one_line_usage_error(result, "pip install -r requirements-video.txt")
     assert not (tmp_path / "a.mp4").exists() and not (tmp_path / "run").exists()
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("args, words", [(["--eval-episodes", "0"], ["--video-interval", "--eval-episodes 0"]),
-                                         (["--env", "tests.cue_env:Cue-v0"], ["Cue-v0"])])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--eval-episodes", "0"], ["--video-interval", "--eval-episodes 0"]),
+        (["--env", "tests.cue_env:Cue-v0"], ["Cue-v0"]),
+    ],
+)
 def test_video_interval_refuses_what_cannot_be_filmed(tmp_path, args, words):
     result = run_cli("--video-interval", "5", "--max-steps", "100", *args, "--run-dir", str(tmp_path / "run"))
     assert_one_line_usage_error(result, *words)
@@ -125,8 +139,22 @@ def test_video_interval_refuses_what_cannot_be_filmed(tmp_path, args, words):
 @pytest.mark.timeout(90)
 def test_the_evaluator_films_the_policy_during_training(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("--num-processes", "2", "--max-steps", "6000", "--target-return", "none", "--eval-interval", "0.2",
-                     "--video-interval", "0.5", "--no-tensorboard", "--run-dir", str(run_dir), timeout=80)
+    result = run_cli(
+        "--num-processes",
+        "2",
+        "--max-steps",
+        "6000",
+        "--target-return",
+        "none",
+        "--eval-interval",
+        "0.2",
+        "--video-interval",
+        "0.5",
+        "--no-tensorboard",
+        "--run-dir",
+        str(run_dir),
+        timeout=80,
+    )
     assert result.returncode == 0, result.stderr
     videos = sorted((run_dir / "videos").glob("*.mp4"))
     assert videos, list(run_dir.iterdir())

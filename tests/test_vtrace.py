@@ -74,8 +74,9 @@ def test_rho_bar_clips_a_huge_ratio():
     rewards, values, dones, bootstrap, log_rhos = random_rollout(0)
     rho_bar, c_bar = 1.5, 0.7
     huge = vtrace(np.full_like(log_rhos, 200.0), rewards, dones, values, bootstrap, 0.9, 0.8, rho_bar, c_bar)
-    at_bound = vtrace(np.full_like(log_rhos, math.log(rho_bar)), rewards, dones, values, bootstrap, 0.9, 0.8,
-                      rho_bar, c_bar)
+    at_bound = vtrace(
+        np.full_like(log_rhos, math.log(rho_bar)), rewards, dones, values, bootstrap, 0.9, 0.8, rho_bar, c_bar
+    )
     for actual, expected in zip(huge, at_bound):
         assert_close(actual, expected)
     assert np.isfinite(huge).all()

@@ -95,8 +95,10 @@ class PartsActorCritic(nn.Module):
         super().__init__()
         parts = observation_space.spaces
         self.keys = list(parts) if isinstance(parts, dict) else [str(k) for k in range(len(parts))]
-        width = sum(getattr(space, "n", None) or int(np.prod(space.shape)) for space in
-                    (parts.values() if isinstance(parts, dict) else parts))  # a Discrete part comes one-hot
+        width = sum(
+            getattr(space, "n", None) or int(np.prod(space.shape))
+            for space in (parts.values() if isinstance(parts, dict) else parts)
+        )  # a Discrete part comes one-hot
         self.body = nn.Sequential(nn.Linear(width, 32), nn.ReLU())
         self.policy, self.value = nn.Linear(32, action_space.n), nn.Linear(32, 1)
 

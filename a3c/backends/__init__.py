@@ -19,11 +19,20 @@ def connect_backend(config: Config):
     from a3c.backends.ray import (
         connect,  # here only: the local backend never imports Ray
     )
+
     return connect(config)
 
 
-def make_backend(ray_cluster, ctx, config: Config, shared: Shared, run_dir: Optional[Path], start_time: float,
-                 best_eval: Optional[float], console: MessageSink) -> Backend:
+def make_backend(
+    ray_cluster,
+    ctx,
+    config: Config,
+    shared: Shared,
+    run_dir: Optional[Path],
+    start_time: float,
+    best_eval: Optional[float],
+    console: MessageSink,
+) -> Backend:
     """The backend of a run: Ray's where connect_backend gave a cluster, else the local one. `run_dir`,
     `start_time` and `best_eval` are the evaluator's (EvaluatorSettings)."""
     children = ChildProcesses(ctx, config, shared, console)
@@ -31,4 +40,5 @@ def make_backend(ray_cluster, ctx, config: Config, shared: Shared, run_dir: Opti
     if ray_cluster is None:
         return LocalBackend(children, evaluation)
     from a3c.backends.ray import RayBackend
+
     return RayBackend(ray_cluster, children, evaluation)

@@ -37,8 +37,9 @@ class ChildProcesses:
     def start(self, name: str, target, *args) -> mp.Process:
         """Run target(config, shared, pipe, our pid, *args) in a new daemon process."""
         receiver, sender = self.ctx.Pipe(duplex=False)
-        process = self.ctx.Process(target=target, name=name, daemon=True,
-                                   args=(self.config, self.shared, sender, os.getpid(), *args))
+        process = self.ctx.Process(
+            target=target, name=name, daemon=True, args=(self.config, self.shared, sender, os.getpid(), *args)
+        )
         process.start()
         sender.close()  # the child holds it now; EOF on `receiver` then means the child is gone
         self.pipes[receiver] = name
@@ -73,8 +74,9 @@ class ChildProcesses:
         --max-worker-restarts restarts of it were made."""
         limit = self.config.max_worker_restarts
         if restarts[key] >= limit:
-            self.console.message(f"{what_happened} and has no restarts left (--max-worker-restarts {limit})",
-                                 error=True)
+            self.console.message(
+                f"{what_happened} and has no restarts left (--max-worker-restarts {limit})", error=True
+            )
             return False
         restarts[key] += 1
         self.console.message(f"{what_happened}; {how} ({restarts[key]}/{limit})", error=True)
@@ -128,19 +130,28 @@ class EvaluatorProcess:
         if self.settings is not None and self.children.config.eval_episodes > 0:
             if shared.heartbeats is not None:
                 shared.heartbeats.beat(shared.heartbeats.evaluator)
-            self.process = self.children.start("a3c-evaluator", run_evaluator, self.settings.start_time,
-                                               str(self.settings.run_dir), self.settings.best_eval)
+            self.process = self.children.start(
+                "a3c-evaluator",
+                run_evaluator,
+                self.settings.start_time,
+                str(self.settings.run_dir),
+                self.settings.best_eval,
+            )
 
     def check(self) -> Optional[str]:
         """Restart a hung evaluator while restarts last; "evaluator_failed" if it failed or cannot be restarted."""
         children, heartbeats = self.children, self.children.shared.heartbeats
-        silence = None if self.process is None or heartbeats is None else children.hung_for(heartbeats.evaluator,
-                                                                                            self.process)
+        silence = (
+            None
+            if self.process is None or heartbeats is None
+            else children.hung_for(heartbeats.evaluator, self.process)
+        )
         if silence is not None:
             children.kill_hung(self.process)
             what_happened = f"the evaluator showed no progress for {silence:.0f} s (--worker-timeout) and was killed"
-            if not children.restart_within_limit(self.restarts, "evaluator", what_happened, "restarting it",
-                                                 lambda _: self.start()):
+            if not children.restart_within_limit(
+                self.restarts, "evaluator", what_happened, "restarting it", lambda _: self.start()
+            ):
                 return "evaluator_failed"
         return "evaluator_failed" if self.failed() else None
 

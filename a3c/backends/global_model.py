@@ -72,8 +72,9 @@ class GlobalModel:
         weights, *extras = values
         bounds = shard_bounds(len(weights), shard_count(shards, len(weights)))
         # on the trainer's node: a run outlives the loss of any other node
-        here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                                                           soft=False)
+        here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            ray.get_runtime_context().get_node_id(), soft=False
+        )
         actor = ray.remote(num_cpus=0, max_restarts=0, scheduling_strategy=here)(GlobalShard)
         handles = []
         for k, (begin, end) in enumerate(zip(bounds, bounds[1:])):
@@ -86,8 +87,10 @@ class GlobalModel:
     def exchange(self, deltas: list[np.ndarray], env_steps: int) -> tuple[list[np.ndarray], int]:
         """Send [weight delta, (observation-sums delta)]; the global [weights, (sums)] and env-step count."""
         weights, *extras = deltas
-        calls = [shard.exchange.remote([weights[begin:end], *(extras if k == 0 else [])], env_steps if k == 0 else 0)
-                 for k, (shard, begin, end) in enumerate(zip(self.shards, self.bounds, self.bounds[1:]))]
+        calls = [
+            shard.exchange.remote([weights[begin:end], *(extras if k == 0 else [])], env_steps if k == 0 else 0)
+            for k, (shard, begin, end) in enumerate(zip(self.shards, self.bounds, self.bounds[1:]))
+        ]
         return self._joined(calls)
 
     def read(self) -> tuple[list[np.ndarray], int]:
@@ -110,5 +113,5 @@ class GlobalModel:
 
 def _global_model(shards: list, bounds: list[int]) -> GlobalModel:
     import ray
-    return GlobalModel(ray, shards, bounds)
 
+    return GlobalModel(ray, shards, bounds)

@@ -20,8 +20,13 @@ WAVE_SECONDS = 30.0  # a wave of workers that has not all updated by then no lon
 class LocalBackend(Backend):
     """The worker processes and the evaluator on this machine, each with its own message pipe (ChildProcesses)."""
 
-    def __init__(self, children: ChildProcesses, evaluation: Optional[EvaluatorSettings] = None,
-                 first_rank: int = 0, first_incarnation: int = 0):
+    def __init__(
+        self,
+        children: ChildProcesses,
+        evaluation: Optional[EvaluatorSettings] = None,
+        first_rank: int = 0,
+        first_incarnation: int = 0,
+    ):
         """`children` starts the processes; `evaluation` None (or --eval-episodes 0): no evaluator."""
         self.children, self.config, self.shared = children, children.config, children.shared
         # a node group's workers are ranks first_rank.. of the run, and its replacement's are new incarnations
@@ -62,8 +67,11 @@ class LocalBackend(Backend):
 
     def start_waiting_workers(self) -> None:
         """The next wave, once the current one has updated (or WAVE_SECONDS have passed); none after the stop."""
-        if self.unstarted and not self.shared.stop.is_set() and (
-                self.updated.issuperset(self.wave) or time.monotonic() - self.wave_started_at > WAVE_SECONDS):
+        if (
+            self.unstarted
+            and not self.shared.stop.is_set()
+            and (self.updated.issuperset(self.wave) or time.monotonic() - self.wave_started_at > WAVE_SECONDS)
+        ):
             self.start_next_wave()
 
     def processes(self) -> list[mp.Process]:
@@ -72,6 +80,7 @@ class LocalBackend(Backend):
     def receive(self, handle, timeout: float) -> None:
         """Pass every waiting message to `handle`, waiting up to `timeout` for the first; start the next wave
         once this one has updated."""
+
         def note_update(message) -> None:
             if isinstance(message, Update):
                 self.updated.add(message.rank)
@@ -87,8 +96,9 @@ class LocalBackend(Backend):
             silence = self.children.hung_for(rank, process)
             if silence is not None:
                 self.children.kill_hung(process)
-                what_happened = (f"worker {rank} showed no progress for {silence:.0f} s (--worker-timeout) "
-                                 "and was killed")
+                what_happened = (
+                    f"worker {rank} showed no progress for {silence:.0f} s (--worker-timeout) and was killed"
+                )
             elif process.exitcode in (None, 0):
                 continue
             else:
@@ -96,8 +106,9 @@ class LocalBackend(Backend):
             process.join()
             if self.shared.turns is not None:
                 self.shared.turns.give_back_for(rank)
-            if not self.children.restart_within_limit(self.restarts, rank, what_happened,
-                                                      "restarting it from the shared weights", self.start_worker):
+            if not self.children.restart_within_limit(
+                self.restarts, rank, what_happened, "restarting it from the shared weights", self.start_worker
+            ):
                 return "worker_failed"
         stop_reason = self.evaluator.check()
         if stop_reason is not None:

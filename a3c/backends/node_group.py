@@ -74,11 +74,15 @@ class NodeGroup:
         optimizer.load_state_dict(optimizer_state)
         ctx = mp.get_context(start_method(config))
         workers = config.num_processes
-        self.shared = Shared(model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local),
-                             Heartbeats(ctx, workers))
+        self.shared = Shared(
+            model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local), Heartbeats(ctx, workers)
+        )
         self.outbox = Outbox(index, index * workers)
-        self.backend = LocalBackend(ChildProcesses(ctx, local, self.shared, self.outbox), first_rank=index * workers,
-                                    first_incarnation=incarnation * (config.max_worker_restarts + 1))
+        self.backend = LocalBackend(
+            ChildProcesses(ctx, local, self.shared, self.outbox),
+            first_rank=index * workers,
+            first_incarnation=incarnation * (config.max_worker_restarts + 1),
+        )
         self.synced = SyncedState(optimizer.params[0], list(model.statistics().values()))
         self.stop_requested = threading.Event()
         self.global_model = self.anchor = None
@@ -91,6 +95,7 @@ class NodeGroup:
     def run(self, global_model: GlobalModel) -> str:
         """Train until stopped; returns STOPPED, "max_steps", "worker_failed" or GLOBAL_LOST."""
         import ray
+
         self.global_model = global_model
         try:
             self._take_global_weights()
@@ -126,8 +131,9 @@ class NodeGroup:
         self.synced_at = self.shared.optimizer.step_count()
 
         def exchange(deltas: list[torch.Tensor]) -> list[torch.Tensor]:
-            values, env_steps = self.global_model.exchange([delta.numpy() for delta in deltas],
-                                                           own_steps - self.reported_steps)
+            values, env_steps = self.global_model.exchange(
+                [delta.numpy() for delta in deltas], own_steps - self.reported_steps
+            )
             self.shared.env_steps.set_elsewhere(env_steps - own_steps)
             return [read_only_tensor(value) for value in values]
 

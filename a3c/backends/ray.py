@@ -70,8 +70,11 @@ def connect(config: Config) -> RayCluster:
     ray = import_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a trainer does not phone home
     # py_modules ships this package to every node: the nodes need the same Python packages, not our code
-    options = dict(log_to_driver=False, logging_level=logging.WARNING,
-                   runtime_env={"py_modules": [str(Path(__file__).parent.parent)]})
+    options = dict(
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        runtime_env={"py_modules": [str(Path(__file__).parent.parent)]},
+    )
     if config.ray_address:
         address = reachable_address(ray, config.ray_address)
         try:
@@ -85,14 +88,20 @@ def connect(config: Config) -> RayCluster:
         # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a group takes one
         # per worker), so --num-processes may oversubscribe the cores as with the local backend.
         groups = config.nodes or 1
-        context = ray.init(address="local", num_cpus=max(os.cpu_count() or 1, groups * config.num_processes),
-                           include_dashboard=False, **options)
+        context = ray.init(
+            address="local",
+            num_cpus=max(os.cpu_count() or 1, groups * config.num_processes),
+            include_dashboard=False,
+            **options,
+        )
         cluster = RayCluster(ray, context.address_info["gcs_address"], started=True, groups=groups)
     cpus = ray.cluster_resources().get("CPU", 0)
     if cpus < cluster.groups * config.num_processes:
         cluster.disconnect()
-        raise ConfigError(f"{cluster.groups} node groups x --num-processes {config.num_processes} need as many "
-                          f"CPUs, and the Ray cluster at {cluster.address} has {cpus:g}")
+        raise ConfigError(
+            f"{cluster.groups} node groups x --num-processes {config.num_processes} need as many "
+            f"CPUs, and the Ray cluster at {cluster.address} has {cpus:g}"
+        )
     return cluster
 
 
@@ -106,8 +115,9 @@ def reachable_address(ray, address: str) -> str:
     try:
         socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_SECONDS).close()
     except OSError as error:
-        raise ConfigError(f"--ray-address {address}: no Ray cluster answers at {resolved} "
-                          f"({error.strerror or type(error).__name__})") from None
+        raise ConfigError(
+            f"--ray-address {address}: no Ray cluster answers at {resolved} ({error.strerror or type(error).__name__})"
+        ) from None
     return resolved
 
 
@@ -131,7 +141,7 @@ class RayBackend(Backend):
         self.runs: dict[Any, int] = {}  # the ref of each group's run() call -> index
         self.placing: dict[Any, tuple[int, float]] = {}  # the ref of a group's node() call -> index, deadline
         self.placed: set[int] = set()
-        self.group_restarts = {index: 0 for index in range(cluster.groups)}
+        self.group_restarts = dict.fromkeys(range(cluster.groups), 0)
         self.failed: Optional[str] = None  # the stop reason, once the run cannot go on
         self.next_drain = self.next_mirror = 0.0
         self.final_state_fetched = False
@@ -141,17 +151,24 @@ class RayBackend(Backend):
         # Forked after ray.init: measured safe (the child never calls into Ray), and connecting first
         # lets a bad --ray-address fail before the run dir is made.
         self.evaluator.start()
-        self.global_model = GlobalModel.create(self.ray, [value.numpy() for value in self.mirror.read()],
-                                               self.shared.env_steps.total(), self.config.global_shards)
-        self.group_class = self.ray.remote(num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4,
-                                           scheduling_strategy="SPREAD")(NodeGroup)
+        self.global_model = GlobalModel.create(
+            self.ray,
+            [value.numpy() for value in self.mirror.read()],
+            self.shared.env_steps.total(),
+            self.config.global_shards,
+        )
+        self.group_class = self.ray.remote(
+            num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4, scheduling_strategy="SPREAD"
+        )(NodeGroup)
         for index in range(self.cluster.groups):
             self.start_group(index)
 
     def start_group(self, index: int) -> None:
-        """A new group, from the global weights and the mirror's optimizer state (fresh, resumed or last checkpointed)."""
-        actor = self.group_class.remote(self.config, index, self.group_restarts[index],
-                                        self.shared.optimizer.state_dict())
+        """A new group, from the global weights and the mirror's optimizer state (fresh, resumed or last
+        checkpointed)."""
+        actor = self.group_class.remote(
+            self.config, index, self.group_restarts[index], self.shared.optimizer.state_dict()
+        )
         self.groups[index] = actor
         self.placing[actor.node.remote()] = (index, time.monotonic() + self.config.placement_timeout)
         self.runs[actor.run.remote(self.global_model)] = index
@@ -202,8 +219,10 @@ class RayBackend(Backend):
 
     def _global_lost(self, cause: str) -> None:
         if self.failed is None:
-            self.console.message(f"the global model is lost ({cause}); stopping; checkpoints/last.pt keeps the "
-                                 "last checkpoint", error=True)
+            self.console.message(
+                f"the global model is lost ({cause}); stopping; checkpoints/last.pt keeps the last checkpoint",
+                error=True,
+            )
         self.failed = "global_model_failed"
 
     def check(self) -> Optional[str]:
@@ -222,9 +241,12 @@ class RayBackend(Backend):
             self.placed.add(self.placing.pop(ref)[0])
         for index, deadline in self.placing.values():
             if time.monotonic() > deadline:
-                self.console.message(f"node group {index} did not start within --placement-timeout "
-                                     f"{self.config.placement_timeout:g} s: no node has {self.config.num_processes} "
-                                     "free CPUs for it; stopping", error=True)
+                self.console.message(
+                    f"node group {index} did not start within --placement-timeout "
+                    f"{self.config.placement_timeout:g} s: no node has {self.config.num_processes} "
+                    "free CPUs for it; stopping",
+                    error=True,
+                )
                 return "node_group_unplaced"
         return None
 
@@ -260,9 +282,13 @@ class RayBackend(Backend):
 
     def restart_group(self, index: int, cause: str) -> Optional[str]:
         """Start a lost group again, on any node with room; "node_group_failed" once its restarts are used up."""
-        restarted = self.children.restart_within_limit(self.group_restarts, index,
-                                                       f"node group {index} was lost ({cause})",
-                                                       "starting a new one from the global weights", self.start_group)
+        restarted = self.children.restart_within_limit(
+            self.group_restarts,
+            index,
+            f"node group {index} was lost ({cause})",
+            "starting a new one from the global weights",
+            self.start_group,
+        )
         return None if restarted else "node_group_failed"
 
     def sync_state(self) -> bool:
@@ -311,8 +337,11 @@ class RayBackend(Backend):
             traffic = self.global_model.traffic()
         except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError):
             return {}
-        return {"node_groups": self.cluster.groups, "global_model_calls": traffic["calls"],
-                "sync_megabytes": round(traffic["bytes"] / 1e6, 3)}
+        return {
+            "node_groups": self.cluster.groups,
+            "global_model_calls": traffic["calls"],
+            "sync_megabytes": round(traffic["bytes"] / 1e6, 3),
+        }
 
     def report(self) -> dict:
         return self.traffic

@@ -23,16 +23,20 @@ from a3c.nets.actor_critic import RunningNorm
 
 def moments_to_sums(count: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     """[count, sum..., sum of squares...] of data with this count, mean and (population) variance."""
-    return torch.cat([count.reshape(1), (count * mean).flatten(), (count * (var + mean ** 2)).flatten()])
+    return torch.cat([count.reshape(1), (count * mean).flatten(), (count * (var + mean**2)).flatten()])
 
 
 def sums_to_moments(sums: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The inverse of moments_to_sums; no data gives RunningNorm's start (mean 0, variance 1)."""
     count, size = sums[0], (len(sums) - 1) // 2
     if count <= 0:
-        return torch.zeros((), dtype=sums.dtype), torch.zeros(shape, dtype=sums.dtype), torch.ones(shape, dtype=sums.dtype)
-    mean = sums[1:1 + size] / count
-    var = (sums[1 + size:] / count - mean ** 2).clamp_min(0.0)
+        return (
+            torch.zeros((), dtype=sums.dtype),
+            torch.zeros(shape, dtype=sums.dtype),
+            torch.ones(shape, dtype=sums.dtype),
+        )
+    mean = sums[1 : 1 + size] / count
+    var = (sums[1 + size :] / count - mean**2).clamp_min(0.0)
     return count.clone(), mean.reshape(shape), var.reshape(shape)
 
 
@@ -63,8 +67,9 @@ class SyncedState:
         self.weights.add_(changes[0])
         for norm, change in zip(self.norms, changes[1:]):
             now = moments_to_sums(norm.count, norm.mean, norm.var)
-            for buffer, value in zip((norm.count, norm.mean, norm.var),
-                                     sums_to_moments(now + change, tuple(norm.mean.shape))):
+            for buffer, value in zip(
+                (norm.count, norm.mean, norm.var), sums_to_moments(now + change, tuple(norm.mean.shape))
+            ):
                 buffer.copy_(value)
 
 

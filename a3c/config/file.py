@@ -31,8 +31,9 @@ def read_file(path: str | Path) -> dict:
     try:
         values = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"--config {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: "
-                          f"{str(error).splitlines()[0]}") from None
+        raise ConfigError(
+            f"--config {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {str(error).splitlines()[0]}"
+        ) from None
     if not isinstance(values, dict):
         raise ConfigError(f"--config {path}: expected a table of options, got {type(values).__name__}")
     return values
@@ -44,8 +45,10 @@ def is_number(value) -> bool:
 
 def coerce(value, kind, key: str, where: str):
     """`value` as the field's type `kind`, or a ConfigError naming the key and what was expected."""
+
     def refuse(expected: str):
         raise ConfigError(f"{where}: {key} must be {expected}, got {value!r}")
+
     if kind is bool:
         return value if isinstance(value, bool) else refuse("true or false")
     if kind is int:
@@ -74,8 +77,9 @@ def file_options(path: str | Path, config_class) -> dict:
     for key, value in read_file(path).items():
         name = field_name(key)
         if name not in types:
-            raise ConfigError(f"{where}: unknown key {key!r}; the keys are the training options, like lr "
-                              "or num-processes")
+            raise ConfigError(
+                f"{where}: unknown key {key!r}; the keys are the training options, like lr or num-processes"
+            )
         if name in options:
             raise ConfigError(f"{where}: {key} is given twice")
         options[name] = coerce(value, types[name], key, where)

@@ -15,34 +15,73 @@ PRESETS: dict[str, dict] = {
     "CartPole-v1": {"envs_per_process": 1, "t_max": 20, "replay_ratio": 2.0, "replay_priority": 0.6},
     # returns near -100 swamp the policy gradient unless scaled; the LSTM with a critic of its own, as the
     # value's error saturated a shared LSTM's cell (docs/design/choices.md, "The critic's own encoder")
-    "Acrobot-v1": {"max_steps": 500_000, "lr": 3e-3, "gae_lambda": 0.95, "critic": "own",
-                   "replay_ratio": 1.0, "replay_priority": 0.6},
+    "Acrobot-v1": {
+        "max_steps": 500_000,
+        "lr": 3e-3,
+        "gae_lambda": 0.95,
+        "critic": "own",
+        "replay_ratio": 1.0,
+        "replay_priority": 0.6,
+    },
     # angular velocities up to 8 saturate the LSTM unless normalised; replay saves env steps
     # (docs/design/choices.md, "Normalised observations for Pendulum" and "The presets")
-    "Pendulum-v1": {"max_steps": 2_000_000, "gamma": 0.9, "gae_lambda": 0.95, "reward_scale": 0.125,
-                    "t_max": 20, "lr": 1e-3, "entropy_coef": 0.001,
-                    "normalize_obs": True, "eval_interval": 1.0, "target_return": -200.0,
-                    "replay_ratio": 1.0, "replay_priority": 0.6},
+    "Pendulum-v1": {
+        "max_steps": 2_000_000,
+        "gamma": 0.9,
+        "gae_lambda": 0.95,
+        "reward_scale": 0.125,
+        "t_max": 20,
+        "lr": 1e-3,
+        "entropy_coef": 0.001,
+        "normalize_obs": True,
+        "eval_interval": 1.0,
+        "target_return": -200.0,
+        "replay_ratio": 1.0,
+        "replay_priority": 0.6,
+    },
     # Acrobot's settings with the LSTM; an evaluation of long episodes every 5 s, to leave the cores to the
     # workers (docs/design/choices.md, "The presets")
-    "LunarLander-v3": {"max_steps": 3_000_000, "lr": 3e-3, "gae_lambda": 0.95, "eval_interval": 5.0,
-                       "replay_ratio": 1.0, "replay_priority": 0.6},
+    "LunarLander-v3": {
+        "max_steps": 3_000_000,
+        "lr": 3e-3,
+        "gae_lambda": 0.95,
+        "eval_interval": 5.0,
+        "replay_ratio": 1.0,
+        "replay_priority": 0.6,
+    },
 }
 
 
 # Every ALE/ game: the A3C paper's Atari settings scaled to a small machine, with its LSTM agent: 80
 # transitions an update (4 envs x t-max 20, as the paper's 16 x 5, whose 5-step returns are too short for
 # the LSTM), and an lr for that batch (docs/design/choices.md, "The presets")
-ATARI = {"max_steps": 20_000_000, "clip_rewards": True, "reward_scale": 1.0, "hidden_sizes": (256,),
-         "t_max": 20, "envs_per_process": 4, "lr": 4e-4, "eval_interval": 300.0, "eval_episodes": 4,
-         "log_interval": 100_000, "print_interval": 10.0}
+ATARI = {
+    "max_steps": 20_000_000,
+    "clip_rewards": True,
+    "reward_scale": 1.0,
+    "hidden_sizes": (256,),
+    "t_max": 20,
+    "envs_per_process": 4,
+    "lr": 4e-4,
+    "eval_interval": 300.0,
+    "eval_episodes": 4,
+    "log_interval": 100_000,
+    "print_interval": 10.0,
+}
 
 
 # Every MinAtar/ game: the LSTM (the default core) after the MinAtar paper's convnet and 128 units, the
 # paper's budget; the evaluator plays rarely, so the workers keep the cores (docs/design/choices.md,
 # "The presets")
-MINATAR = {"max_steps": 5_000_000, "hidden_sizes": (128,), "lr": 1e-3, "eval_interval": 30.0,
-           "eval_episodes": 5, "log_interval": 100_000, "print_interval": 10.0}
+MINATAR = {
+    "max_steps": 5_000_000,
+    "hidden_sizes": (128,),
+    "lr": 1e-3,
+    "eval_interval": 30.0,
+    "eval_episodes": 5,
+    "log_interval": 100_000,
+    "print_interval": 10.0,
+}
 
 
 def preset_for(env_id: str) -> dict:

@@ -109,8 +109,16 @@ class Config:
         widths = (self.hidden_sizes,) if isinstance(self.hidden_sizes, int) else tuple(self.hidden_sizes)
         object.__setattr__(self, "hidden_sizes", widths)  # hashable and JSON-stable, however it was given
         require_finite(self)
-        rules = (*run_size_rules(self), *network_rules(self), *loss_rules(self), *replay_rules(self),
-                 *optimizer_rules(self), *evaluation_rules(self), *run_rules(self), *backend_rules(self))
+        rules = (
+            *run_size_rules(self),
+            *network_rules(self),
+            *loss_rules(self),
+            *replay_rules(self),
+            *optimizer_rules(self),
+            *evaluation_rules(self),
+            *run_rules(self),
+            *backend_rules(self),
+        )
         for name, ok, rule in rules:
             if not ok:
                 raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
@@ -125,6 +133,7 @@ class Config:
         """A TOML file's settings (or a run's config.json, to repeat the run) on top of its env's preset,
         and `overrides` on top of those, as --config and the command line apply them."""
         from a3c.config.file import file_options
+
         values = file_options(path, cls)
         env = overrides.get("env", values.pop("env", cls.env))
         try:
@@ -163,8 +172,11 @@ def require_finite(config: Config) -> None:
 def run_size_rules(config: Config) -> list[Rule]:
     """The run's size: its workers, their envs and rollouts, the budget and the seed."""
     return [
-        ("num_processes", 1 <= config.num_processes <= MAX_PROCESSES,
-         f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)"),
+        (
+            "num_processes",
+            1 <= config.num_processes <= MAX_PROCESSES,
+            f"in [1, {MAX_PROCESSES}] (more workers: --backend ray, a group of them on each node)",
+        ),
         ("envs_per_process", config.envs_per_process >= 1, ">= 1"),
         ("active_workers", config.active_workers >= 0, ">= 0 (0: one per core)"),
         ("t_max", config.t_max >= 1, ">= 1"),
@@ -176,15 +188,20 @@ def run_size_rules(config: Config) -> list[Rule]:
 def network_rules(config: Config) -> list[Rule]:
     """The network: its layers, core, critic and noise, and the learner that runs it."""
     return [
-        ("hidden_sizes", len(config.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1
-                                                                for n in config.hidden_sizes),
-         "one or more widths >= 1, like 64,64"),
+        (
+            "hidden_sizes",
+            len(config.hidden_sizes) >= 1 and all(isinstance(n, int) and n >= 1 for n in config.hidden_sizes),
+            "one or more widths >= 1, like 64,64",
+        ),
         ("core", config.core in ("lstm", "none"), "one of lstm, none"),
         ("center_values", config.center_values in ("auto", "on", "off"), "one of auto, on, off"),
         ("critic", config.critic in ("own", "shared"), "one of own, shared"),
         ("learner", config.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
-        ("learner", not (config.learner == "numpy" and config.model),
-         "auto or torch with --model (the numpy learner runs the stock network only)"),
+        (
+            "learner",
+            not (config.learner == "numpy" and config.model),
+            "auto or torch with --model (the numpy learner runs the stock network only)",
+        ),
         ("sigma_init", config.sigma_init >= 0, ">= 0"),
     ]
 
@@ -225,11 +242,17 @@ def evaluation_rules(config: Config) -> list[Rule]:
     return [
         ("eval_interval", config.eval_interval > 0, "> 0"),
         ("eval_episodes", config.eval_episodes >= 0, ">= 0"),
-        ("confirm_episodes", config.confirm_episodes == 0 or config.confirm_episodes >= 2,
-         ">= 2 (a spread needs two), or 0: no confirmation"),
+        (
+            "confirm_episodes",
+            config.confirm_episodes == 0 or config.confirm_episodes >= 2,
+            ">= 2 (a spread needs two), or 0: no confirmation",
+        ),
         ("video_interval", config.video_interval >= 0, ">= 0 (0: no videos)"),
-        ("video_interval", not (config.video_interval and not config.eval_episodes),
-         "0 without the evaluator (--eval-episodes 0): the evaluator films"),
+        (
+            "video_interval",
+            not (config.video_interval and not config.eval_episodes),
+            "0 without the evaluator (--eval-episodes 0): the evaluator films",
+        ),
     ]
 
 
@@ -243,11 +266,13 @@ def run_rules(config: Config) -> list[Rule]:
         ("checkpoint_interval", config.checkpoint_interval > 0, "> 0"),
         ("max_worker_restarts", config.max_worker_restarts >= 0, ">= 0"),
         ("worker_timeout", config.worker_timeout >= 0, ">= 0 (0: no watchdog)"),
-        ("target_return", config.target_return in ("auto", None)
-         or isinstance(config.target_return, (int, float)), "a number, auto or none"),
+        (
+            "target_return",
+            config.target_return in ("auto", None) or isinstance(config.target_return, (int, float)),
+            "a number, auto or none",
+        ),
         ("run_dir", "\x00" not in config.run_dir, "a path without NUL characters"),
-        ("start_method", config.start_method in ("", "fork", "spawn", "forkserver"),
-         "one of fork, spawn, forkserver"),
+        ("start_method", config.start_method in ("", "fork", "spawn", "forkserver"), "one of fork, spawn, forkserver"),
     ]
 
 
@@ -264,15 +289,25 @@ def backend_rules(config: Config) -> list[Rule]:
 
 
 # Settings a checkpoint's weights depend on: a resumed run cannot change them.
-STRUCTURAL_FIELDS = ("env", "hidden_sizes", "core", "noise", "model", "optimizer", "normalize_obs",
-                     "center_values", "critic")
+STRUCTURAL_FIELDS = (
+    "env",
+    "hidden_sizes",
+    "core",
+    "noise",
+    "model",
+    "optimizer",
+    "normalize_obs",
+    "center_values",
+    "critic",
+)
 
 
 def centers_values(config: Config) -> bool:
     """Whether the value head learns returns less their running mean: --center-values, where auto means
     the stock network whose value head reads the LSTM's output and trains it (--critic shared)."""
-    return config.center_values == "on" or (config.center_values == "auto" and config.core == "lstm"
-                                            and not config.model and config.critic == "shared")
+    return config.center_values == "on" or (
+        config.center_values == "auto" and config.core == "lstm" and not config.model and config.critic == "shared"
+    )
 
 
 def config_for_resume(saved: Config, overrides: dict) -> Config:
@@ -282,8 +317,10 @@ def config_for_resume(saved: Config, overrides: dict) -> Config:
     """
     for name in STRUCTURAL_FIELDS:
         if name in overrides and overrides[name] != getattr(saved, name):
-            raise ConfigError(f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
-                              f"which was trained with {getattr(saved, name)!r}")
+            raise ConfigError(
+                f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
+                f"which was trained with {getattr(saved, name)!r}"
+            )
     changes = {k: v for k, v in overrides.items() if k != "run_dir"}
     if changes.get("backend") == "local":
         changes.setdefault("ray_address", "")  # a Ray run resumed locally: its cluster address means nothing here

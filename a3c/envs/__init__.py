@@ -1,1 +1,1 @@
-"""Environments: their spec, the families made in their own way (Atari, MinAtar), action masks, observation parts, batches."""
+"""Environments: their spec, making them (Atari and MinAtar their own way), action masks, parts, batches."""

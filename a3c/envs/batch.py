@@ -58,8 +58,11 @@ def make_env_batch(env_id: str, seeds: list[int], vector_seed: int):
         spec = env_spec(env_id)  # the one-line errors of make_env, the extra's included
         ale_seeds = np.array(seeds, dtype=np.int64) % 2**31  # ALE takes int32, and -1 for "unseeded"
         return VectorEnvBatch(make_atari_vector(env_id, len(seeds), training=True), spec, ale_seeds)
-    if (len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS and has_vector_entry_point(env_id)
-            and env_spec(env_id).action_mask is None):
+    if (
+        len(seeds) >= VECTOR_ENTRY_POINT_MIN_ENVS
+        and has_vector_entry_point(env_id)
+        and env_spec(env_id).action_mask is None
+    ):
         vector_env = gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
         return VectorEnvBatch(vector_env, env_spec(env_id), vector_seed)
     return EnvBatch(env_id, seeds)
@@ -98,8 +101,9 @@ class EnvBatch:
         return len(self.envs)
 
     def fault(self, i: int, what: str) -> EnvError:
-        return EnvError(f"env {self.env_id} (number {i} of this worker's {len(self.envs)}) at its step "
-                        f"{self.steps:,}: {what}")
+        return EnvError(
+            f"env {self.env_id} (number {i} of this worker's {len(self.envs)}) at its step {self.steps:,}: {what}"
+        )
 
     def checked(self, i: int, obs) -> np.ndarray:
         """`obs` as an array, if its shape and dtype fit the observation space (the finite check is batched
@@ -108,8 +112,11 @@ class EnvBatch:
         if obs.shape == spec.obs_shape and obs.dtype in self.fitting_dtypes:
             return obs
         if obs.shape != spec.obs_shape or not np.can_cast(obs.dtype, spec.obs_dtype, "same_kind"):
-            raise self.fault(i, f"an observation of shape {obs.shape} and dtype {obs.dtype}, where its space "
-                                f"declares {spec.obs_shape} and {np.dtype(spec.obs_dtype)}")
+            raise self.fault(
+                i,
+                f"an observation of shape {obs.shape} and dtype {obs.dtype}, where its space "
+                f"declares {spec.obs_shape} and {np.dtype(spec.obs_dtype)}",
+            )
         self.fitting_dtypes.add(obs.dtype)
         return obs
 
@@ -175,8 +182,16 @@ class EnvBatch:
         if truncated.any():
             self.check_finite(final_obs)
         self.obs, self.action_mask = next_obs, next_masks
-        return StepResult(next_obs, rewards, terminated, truncated, final_obs,
-                          finished_returns, finished_lengths, np.ones(size, dtype=bool))
+        return StepResult(
+            next_obs,
+            rewards,
+            terminated,
+            truncated,
+            final_obs,
+            finished_returns,
+            finished_lengths,
+            np.ones(size, dtype=bool),
+        )
 
     def close(self) -> None:
         for env in self.envs:
@@ -220,8 +235,9 @@ class VectorEnvBatch:
         self._returns[ended], self._lengths[ended] = 0.0, 0
         self._resetting = ended
         self.obs = obs
-        return StepResult(obs, rewards.astype(np.float32), terminated, truncated, final_obs,
-                          finished_returns, finished_lengths, valid)
+        return StepResult(
+            obs, rewards.astype(np.float32), terminated, truncated, final_obs, finished_returns, finished_lengths, valid
+        )
 
     def close(self) -> None:
         self.env.close()

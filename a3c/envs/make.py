@@ -1,4 +1,5 @@
-"""Making one env, its family's way (Atari's preprocessing, MinAtar's frames, gymnasium's), and reading its spec from its spaces."""
+"""Making one env its family's way (Atari's preprocessing, MinAtar's frames, gymnasium's), and its spec
+read from its spaces."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def make_atari(env_id: str, training: bool, render_mode: Optional[str] = None) -
         raise EnvError(f"{env_id} needs the Atari extras: pip install -r requirements-atari.txt") from None
     gym.register_envs(ale_py)
     env = gym.make(env_id, frameskip=1, disable_env_checker=True, **rendering(render_mode))
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=NOOP_MAX, frame_skip=4, screen_size=84,
-                                          terminal_on_life_loss=training, grayscale_obs=True)
+    env = gym.wrappers.AtariPreprocessing(
+        env, noop_max=NOOP_MAX, frame_skip=4, screen_size=84, terminal_on_life_loss=training, grayscale_obs=True
+    )
     return gym.wrappers.FrameStackObservation(env, 4, padding_type="zero")  # as ALE's vector env pads
 
 
@@ -47,13 +49,21 @@ def make_atari_vector(env_id: str, size: int, training: bool):
     The game's version settings (sticky actions, action set, frame limit) come from its registration."""
     import ale_py
     from ale_py.vector_env import AtariVectorEnv
+
     gym.register_envs(ale_py)
     version = gym.spec(env_id).kwargs
-    return AtariVectorEnv(version["game"], size, num_threads=1,
-                          repeat_action_probability=version.get("repeat_action_probability", 0.0),
-                          full_action_space=version.get("full_action_space", False),
-                          max_num_frames_per_episode=version.get("max_num_frames_per_episode", 108_000),
-                          noop_max=NOOP_MAX, episodic_life=training, reward_clipping=False, use_fire_reset=False)
+    return AtariVectorEnv(
+        version["game"],
+        size,
+        num_threads=1,
+        repeat_action_probability=version.get("repeat_action_probability", 0.0),
+        full_action_space=version.get("full_action_space", False),
+        max_num_frames_per_episode=version.get("max_num_frames_per_episode", 108_000),
+        noop_max=NOOP_MAX,
+        episodic_life=training,
+        reward_clipping=False,
+        use_fire_reset=False,
+    )
 
 
 class MinAtarFrames(gym.ObservationWrapper):
@@ -115,36 +125,67 @@ def describe(env: gym.Env) -> EnvSpec:
     flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
     frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
     if not (flat or frames):
-        raise EnvError(f"unsupported observation space {obs_space}: a flat Box, stacked uint8 frames, or a Dict or "
-                       f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed")
+        raise EnvError(
+            f"unsupported observation space {obs_space}: a flat Box, stacked uint8 frames, or a Dict or "
+            f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed"
+        )
     structured = wrapped_by(env, FlatObservation)
-    observation = {"obs_shape": tuple(int(n) for n in obs_space.shape),
-                   "obs_dtype": np.uint8 if frames else np.float32,
-                   # a --model is built for the env's own space: a Dict or Tuple where the network reads its parts
-                   "observation_space": obs_space if structured is None else structured.structured_space,
-                   "obs_parts": None if structured is None else structured.parts,
-                   "action_space": action_space,
-                   "action_mask": "observation" if wrapped_by(env, ActionMaskInObservation) else None}
+    observation = {
+        "obs_shape": tuple(int(n) for n in obs_space.shape),
+        "obs_dtype": np.uint8 if frames else np.float32,
+        # a --model is built for the env's own space: a Dict or Tuple where the network reads its parts
+        "observation_space": obs_space if structured is None else structured.structured_space,
+        "obs_parts": None if structured is None else structured.parts,
+        "action_space": action_space,
+        "action_mask": "observation" if wrapped_by(env, ActionMaskInObservation) else None,
+    }
     threshold = env.spec.reward_threshold if env.spec is not None else None
     threshold = None if threshold is None else float(threshold)
     if isinstance(action_space, gym.spaces.Discrete):
-        return EnvSpec(num_actions=int(action_space.n), action_start=int(action_space.start),
-                       reward_threshold=threshold, **observation)
+        return EnvSpec(
+            num_actions=int(action_space.n),
+            action_start=int(action_space.start),
+            reward_threshold=threshold,
+            **observation,
+        )
     if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
         parts = tuple(int(n) for n in action_space.nvec)
-        return EnvSpec(num_actions=sum(parts), action_start=np.asarray(action_space.start, dtype=np.int64),
-                       reward_threshold=threshold, action_parts=parts, **observation)
+        return EnvSpec(
+            num_actions=sum(parts),
+            action_start=np.asarray(action_space.start, dtype=np.int64),
+            reward_threshold=threshold,
+            action_parts=parts,
+            **observation,
+        )
     if isinstance(action_space, gym.spaces.MultiBinary) and len(action_space.shape) == 1:
         parts = (2,) * int(action_space.shape[0])  # a categorical of 2 per bit: a Bernoulli of logit l1 - l0
-        return EnvSpec(num_actions=sum(parts), action_start=0, reward_threshold=threshold, action_parts=parts,
-                       action_dtype=np.int8, **observation)
-    if (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
-            and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        return EnvSpec(num_actions=int(action_space.shape[0]), action_start=0, reward_threshold=threshold,
-                       continuous=True, action_low=action_space.low.astype(np.float32),
-                       action_high=action_space.high.astype(np.float32), **observation)
-    raise EnvError(f"unsupported action space {action_space}: a Discrete, a flat MultiDiscrete or MultiBinary, "
-                   f"or a bounded flat Box is needed")
+        return EnvSpec(
+            num_actions=sum(parts),
+            action_start=0,
+            reward_threshold=threshold,
+            action_parts=parts,
+            action_dtype=np.int8,
+            **observation,
+        )
+    if (
+        isinstance(action_space, gym.spaces.Box)
+        and len(action_space.shape) == 1
+        and np.all(np.isfinite(action_space.low))
+        and np.all(np.isfinite(action_space.high))
+    ):
+        return EnvSpec(
+            num_actions=int(action_space.shape[0]),
+            action_start=0,
+            reward_threshold=threshold,
+            continuous=True,
+            action_low=action_space.low.astype(np.float32),
+            action_high=action_space.high.astype(np.float32),
+            **observation,
+        )
+    raise EnvError(
+        f"unsupported action space {action_space}: a Discrete, a flat MultiDiscrete or MultiBinary, "
+        f"or a bounded flat Box is needed"
+    )
 
 
 @functools.cache

@@ -1,4 +1,5 @@
-"""Invalid-action masks: where an env gives them (its info, or a Dict observation's key), and the start-up probe that checks them."""
+"""Invalid-action masks: where an env gives them (its info, or a Dict observation's key), and the start-up
+probe that checks them."""
 
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ def with_action_mask_moved(env: gym.Env) -> gym.Env:
     if not (isinstance(space, gym.spaces.Dict) and ACTION_MASK in space.spaces):
         return env
     if len(space.spaces) == 1:
-        raise EnvError(f"unsupported observation space {space}: beside its {ACTION_MASK!r}, a Dict observation "
-                       f"needs a part to observe")
+        raise EnvError(
+            f"unsupported observation space {space}: beside its {ACTION_MASK!r}, a Dict observation "
+            f"needs a part to observe"
+        )
     return ActionMaskInObservation(env)
 
 
@@ -56,7 +59,10 @@ def action_mask_problem(mask, spec: "EnvSpec") -> Optional[str]:
         return f"no {ACTION_MASK} in its info, where its first reset gave one"
     mask = np.asarray(mask)
     if mask.shape != (spec.num_actions,):
-        return f"an {ACTION_MASK} of shape {mask.shape}, where its action space {spec.action_space} needs ({spec.num_actions},)"
+        return (
+            f"an {ACTION_MASK} of shape {mask.shape}, where its action space {spec.action_space} "
+            f"needs ({spec.num_actions},)"
+        )
     if not np.isin(mask, (0, 1)).all():
         return f"an {ACTION_MASK} of values other than 0 and 1 (or False and True)"
     bounds = np.cumsum((0, *(spec.action_parts or (spec.num_actions,))))
@@ -76,8 +82,10 @@ def with_action_mask(spec: EnvSpec, env: gym.Env, env_id: str) -> EnvSpec:
         return spec
     spec = dataclasses.replace(spec, action_mask=spec.action_mask or "info")
     if spec.continuous:
-        raise EnvError(f"env {env_id} gives an {ACTION_MASK}, which needs a Discrete, MultiDiscrete or MultiBinary "
-                       f"action space, not {spec.action_space}")
+        raise EnvError(
+            f"env {env_id} gives an {ACTION_MASK}, which needs a Discrete, MultiDiscrete or MultiBinary "
+            f"action space, not {spec.action_space}"
+        )
     probe_action_masks(spec, env, env_id, info)
     return spec
 
@@ -99,8 +107,9 @@ def probe_action_masks(spec: EnvSpec, env: gym.Env, env_id: str, info: dict) -> 
             if terminated or truncated:  # an episode's last step needs no mask: the next reset's is acted on
                 _, info = env.reset()
         except Exception as error:
-            raise EnvError(f"env {env_id} at its step {step} raised {type(error).__name__}: "
-                           f"{first_line(error)}") from error
+            raise EnvError(
+                f"env {env_id} at its step {step} raised {type(error).__name__}: {first_line(error)}"
+            ) from error
         where = f"its reset after step {step}" if terminated or truncated else f"its step {step}"
 
 

@@ -70,8 +70,10 @@ def part_of(key: str, space: gym.Space, whole: gym.Space) -> Part:
         return Part(key, "one_hot", (sum(choices),), choices, tuple(int(s) for s in space.start))
     if isinstance(space, gym.spaces.MultiBinary):
         return Part(key, "bits", tuple(int(n) for n in np.atleast_1d(space.n)))
-    raise EnvError(f"unsupported observation space {whole}: its part {key!r} is a {space}, where a Box, stacked "
-                   f"uint8 frames, a Discrete, a flat MultiDiscrete or a MultiBinary is needed")
+    raise EnvError(
+        f"unsupported observation space {whole}: its part {key!r} is a {space}, where a Box, stacked "
+        f"uint8 frames, a Discrete, a flat MultiDiscrete or a MultiBinary is needed"
+    )
 
 
 def parts_values(parts: tuple[Part, ...], obs: Any) -> list:

@@ -35,10 +35,17 @@ class EnvSpec:
     def record(self) -> dict:
         """What a checkpoint keeps of the spaces: both in words, the observation's parts as the network reads
         them (None for a flat Box or frames), and where the action mask comes from."""
-        parts = None if self.obs_parts is None else [f"{part.key}: {part.kind} {list(part.shape)}"
-                                                     for part in self.obs_parts]
-        return {"observation_space": str(self.observation_space), "action_space": str(self.action_space),
-                "observation_parts": parts, "action_mask": self.action_mask}
+        parts = (
+            None
+            if self.obs_parts is None
+            else [f"{part.key}: {part.kind} {list(part.shape)}" for part in self.obs_parts]
+        )
+        return {
+            "observation_space": str(self.observation_space),
+            "action_space": str(self.action_space),
+            "observation_parts": parts,
+            "action_mask": self.action_mask,
+        }
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: offset by the Discrete (or MultiDiscrete) start,

@@ -1,1 +1,1 @@
-"""Learning without processes: returns, distributions, backward passes, replay, the learner, the optimizers, checkpoints."""
+"""Learning without processes: returns, distributions, backprop, replay, the learner, optimizers, checkpoints."""

@@ -28,8 +28,14 @@ def linear_backward(inputs: np.ndarray, d_outputs: np.ndarray, weight: np.ndarra
     return d_outputs @ weight, flat_d.T @ flat_inputs, flat_d.sum(axis=0)
 
 
-def lstm_backward(traces: list[StepTrace], hidden_prev: np.ndarray, cell_prev: np.ndarray, keep: np.ndarray,
-                  d_hidden: np.ndarray, weight_hh: np.ndarray) -> np.ndarray:
+def lstm_backward(
+    traces: list[StepTrace],
+    hidden_prev: np.ndarray,
+    cell_prev: np.ndarray,
+    keep: np.ndarray,
+    d_hidden: np.ndarray,
+    weight_hh: np.ndarray,
+) -> np.ndarray:
     """d loss / d gate pre-activations [T, B, 4H] of a rollout, given d loss / d hidden [T, B, H].
 
     `hidden_prev`, `cell_prev` [T, B, H]: the state each step started from. `keep[t]`
@@ -42,8 +48,8 @@ def lstm_backward(traces: list[StepTrace], hidden_prev: np.ndarray, cell_prev: n
     tanh_cell = np.stack([trace.tanh_cell for trace in traces])
     # slope of each gate's nonlinearity, read at its output: s(1 - s) for sigmoids, 1 - t^2 for the tanh
     slopes = gates * (1 - gates)
-    slopes[..., 2 * size:3 * size] = 1 - cell_gate ** 2
-    d_cell_from_hidden = output_gate * (1 - tanh_cell ** 2)
+    slopes[..., 2 * size : 3 * size] = 1 - cell_gate**2
+    d_cell_from_hidden = output_gate * (1 - tanh_cell**2)
     keep = keep[..., None].astype(d_hidden.dtype)
 
     d_gates = np.empty_like(gates)
@@ -54,9 +60,9 @@ def lstm_backward(traces: list[StepTrace], hidden_prev: np.ndarray, cell_prev: n
         d_c = d_cell_next + d_h * d_cell_from_hidden[t]
         d_gate = d_gates[t]
         d_gate[:, :size] = d_c * cell_gate[t]
-        d_gate[:, size:2 * size] = d_c * cell_prev[t]
-        d_gate[:, 2 * size:3 * size] = d_c * input_gate[t]
-        d_gate[:, 3 * size:] = d_h * tanh_cell[t]
+        d_gate[:, size : 2 * size] = d_c * cell_prev[t]
+        d_gate[:, 2 * size : 3 * size] = d_c * input_gate[t]
+        d_gate[:, 3 * size :] = d_h * tanh_cell[t]
         d_gate *= slopes[t]
         if t > 0:  # the state step t started from was step t - 1's, zeroed where that episode ended
             d_hidden_next = (d_gate @ weight_hh) * keep[t - 1]

@@ -46,8 +46,15 @@ def checkpoint_payload(config: Config, model: torch.nn.Module, env_steps: int, *
     save), the env steps, the env's spaces (EnvSpec.record), and `extra` (a resumable one's optimizer
     state and counters, best.pt's eval return)."""
     from a3c.envs.make import env_spec  # gymnasium: not for loading a checkpoint
-    return {"config": config.to_dict(), "model": {k: v.clone() for k, v in model.state_dict().items()},
-            "env_steps": env_steps, "a3c_version": __version__, "spaces": env_spec(config.env).record(), **extra}
+
+    return {
+        "config": config.to_dict(),
+        "model": {k: v.clone() for k, v in model.state_dict().items()},
+        "env_steps": env_steps,
+        "a3c_version": __version__,
+        "spaces": env_spec(config.env).record(),
+        **extra,
+    }
 
 
 def check_spaces(payload: dict, spec, env_id: str) -> None:
@@ -58,11 +65,15 @@ def check_spaces(payload: dict, spec, env_id: str) -> None:
     if saved is None:
         return
     if saved["observation_parts"] != record["observation_parts"]:
-        raise CheckpointError(f"the checkpoint's network read the observation parts {saved['observation_parts']}; "
-                              f"{env_id} gives {record['observation_parts']}")
+        raise CheckpointError(
+            f"the checkpoint's network read the observation parts {saved['observation_parts']}; "
+            f"{env_id} gives {record['observation_parts']}"
+        )
     if saved["action_mask"] != record["action_mask"]:
-        raise CheckpointError(f"the checkpoint's policy acted on an env with {mask_origin(saved['action_mask'])}; "
-                              f"{env_id} gives {mask_origin(record['action_mask'])}")
+        raise CheckpointError(
+            f"the checkpoint's policy acted on an env with {mask_origin(saved['action_mask'])}; "
+            f"{env_id} gives {mask_origin(record['action_mask'])}"
+        )
 
 
 def mask_origin(source) -> str:
@@ -110,8 +121,10 @@ def upgraded(payload: dict, path) -> dict:
     version = payload.get("version")
     if not isinstance(version, int) or not OLDEST_READABLE <= version <= VERSION:
         newer = isinstance(version, int) and version > VERSION
-        raise CheckpointError(f"{path} is in checkpoint format {version}; a3c {__version__} reads formats "
-                              f"{OLDEST_READABLE} to {VERSION}" + ("; upgrade a3c to load it" if newer else ""))
+        raise CheckpointError(
+            f"{path} is in checkpoint format {version}; a3c {__version__} reads formats "
+            f"{OLDEST_READABLE} to {VERSION}" + ("; upgrade a3c to load it" if newer else "")
+        )
     while payload["version"] < VERSION:
         payload = UPGRADES[payload["version"]](payload)
     return payload

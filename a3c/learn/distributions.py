@@ -60,8 +60,9 @@ class Categorical:
         log_probs = np.take_along_axis(log_p, actions[..., None], axis=-1)[..., 0]
         return log_probs, -(np.exp(log_p) * log_p).sum(-1)
 
-    def backward(self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray,
-                 d_entropies: np.ndarray) -> tuple[np.ndarray, None]:
+    def backward(
+        self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray, d_entropies: np.ndarray
+    ) -> tuple[np.ndarray, None]:
         """d loss / d head, given d loss / d log-prob and d loss / d entropy of each sample.
 
         d log p_a / d logit_k = [k = a] - p_k;  d entropy / d logit_k = -p_k (log p_k + entropy).
@@ -70,8 +71,12 @@ class Categorical:
         p = np.exp(log_p)
         entropy = -(p * log_p).sum(-1, keepdims=True)
         d_head = -p * (d_log_probs[..., None] + d_entropies[..., None] * (log_p + entropy))
-        np.put_along_axis(d_head, actions[..., None],
-                          np.take_along_axis(d_head, actions[..., None], axis=-1) + d_log_probs[..., None], axis=-1)
+        np.put_along_axis(
+            d_head,
+            actions[..., None],
+            np.take_along_axis(d_head, actions[..., None], axis=-1) + d_log_probs[..., None],
+            axis=-1,
+        )
         return d_head, None
 
 
@@ -95,14 +100,22 @@ class MultiCategorical:
 
     def log_prob_entropy(self, head: np.ndarray, log_std, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Summed over the parts: the parts are independent."""
-        pairs = [self.part.log_prob_entropy(logits, None, actions[..., k]) for k, logits in enumerate(self.slices(head))]
+        pairs = [
+            self.part.log_prob_entropy(logits, None, actions[..., k]) for k, logits in enumerate(self.slices(head))
+        ]
         return sum(log_prob for log_prob, _ in pairs), sum(entropy for _, entropy in pairs)
 
-    def backward(self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray,
-                 d_entropies: np.ndarray) -> tuple[np.ndarray, None]:
+    def backward(
+        self, head: np.ndarray, log_std, actions: np.ndarray, d_log_probs: np.ndarray, d_entropies: np.ndarray
+    ) -> tuple[np.ndarray, None]:
         """Each part's slice of d loss / d head, as its own categorical's: the sums pass the gradients through."""
-        return np.concatenate([self.part.backward(logits, None, actions[..., k], d_log_probs, d_entropies)[0]
-                               for k, logits in enumerate(self.slices(head))], axis=-1), None
+        return np.concatenate(
+            [
+                self.part.backward(logits, None, actions[..., k], d_log_probs, d_entropies)[0]
+                for k, logits in enumerate(self.slices(head))
+            ],
+            axis=-1,
+        ), None
 
 
 class Gaussian:
@@ -131,12 +144,18 @@ class Gaussian:
     def log_prob_entropy(self, head: np.ndarray, log_std: np.ndarray, actions: np.ndarray):
         """Of the unclipped sample; summed over the action dimensions."""
         z = (actions - self.mean(head)) * np.exp(-log_std)
-        log_probs = (-0.5 * z ** 2 - log_std - 0.5 * LOG_2PI).sum(-1)
+        log_probs = (-0.5 * z**2 - log_std - 0.5 * LOG_2PI).sum(-1)
         entropy = np.full(log_probs.shape, (0.5 + 0.5 * LOG_2PI + log_std).sum(), dtype=log_probs.dtype)
         return log_probs, entropy
 
-    def backward(self, head: np.ndarray, log_std: np.ndarray, actions: np.ndarray, d_log_probs: np.ndarray,
-                 d_entropies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def backward(
+        self,
+        head: np.ndarray,
+        log_std: np.ndarray,
+        actions: np.ndarray,
+        d_log_probs: np.ndarray,
+        d_entropies: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """d loss / d head and d loss / d log_std, given d loss / d log-prob and d entropy of each sample.
 
         d log p / d mean = z / std;  d log p / d log_std = z^2 - 1;  d entropy / d log_std = 1.
@@ -146,7 +165,7 @@ class Gaussian:
         d_mean = d_log_probs[..., None] * z * inv_std
         d_head = d_mean * self.half_range * (1 - np.tanh(head) ** 2) if self.bounded else d_mean
         batch_axes = tuple(range(head.ndim - 1))
-        d_log_std = (d_log_probs[..., None] * (z ** 2 - 1)).sum(axis=batch_axes) + d_entropies.sum()
+        d_log_std = (d_log_probs[..., None] * (z**2 - 1)).sum(axis=batch_axes) + d_entropies.sum()
         return d_head.astype(head.dtype), d_log_std.astype(log_std.dtype)
 
 

@@ -106,8 +106,11 @@ class ActorLearner:
         self.state = self.policy.initial_state(len(self.envs))
         self.rng = np.random.default_rng(seeds.actions)
         self.replay_rng = np.random.default_rng(seeds.replay)
-        self.memory = (ReplayMemory(config.replay_capacity, config.replay_priority, rng=self.replay_rng)
-                       if config.replay_ratio > 0 else None)
+        self.memory = (
+            ReplayMemory(config.replay_capacity, config.replay_priority, rng=self.replay_rng)
+            if config.replay_ratio > 0
+            else None
+        )
         self.replays_pending = 0  # replayed updates due before the next new rollout
 
     @torch.no_grad()
@@ -135,16 +138,30 @@ class ActorLearner:
         update_started = time.perf_counter()
         config, steps = self.config, played.steps
         estimates = self.estimates(steps, played.outputs)
-        advantages = gae_advantages(estimates.rewards, estimates.values, steps.dones, estimates.bootstrap,
-                                    config.gamma, config.gae_lambda)
-        loss = a3c_loss(estimates.log_probs, estimates.entropies, advantages, config.value_loss_coef,
-                        config.entropy_coef, None if steps.valid.all() else steps.valid)
+        advantages = gae_advantages(
+            estimates.rewards, estimates.values, steps.dones, estimates.bootstrap, config.gamma, config.gae_lambda
+        )
+        loss = a3c_loss(
+            estimates.log_probs,
+            estimates.entropies,
+            advantages,
+            config.value_loss_coef,
+            config.entropy_coef,
+            None if steps.valid.all() else steps.valid,
+        )
         self.track_value_targets(advantages + estimates.values, steps.valid)
         if self.memory is not None:  # its buffers as they are (each rollout has new ones); next_obs is the envs' own
             self.memory.add(steps._replace(behaviour_log_probs=estimates.log_probs, next_obs=steps.next_obs.copy()))
-        return self.gradient_of(played.outputs.heads, steps, loss, update_started, env_steps=int(steps.valid.sum()),
-                                finished_returns=played.finished_returns, finished_lengths=played.finished_lengths,
-                                rollout_seconds=update_started - started)
+        return self.gradient_of(
+            played.outputs.heads,
+            steps,
+            loss,
+            update_started,
+            env_steps=int(steps.valid.sum()),
+            finished_returns=played.finished_returns,
+            finished_lengths=played.finished_lengths,
+            rollout_seconds=update_started - started,
+        )
 
     def replays_due(self) -> int:
         """How many replayed updates follow the on-policy one: Poisson(--replay-ratio), as in ACER."""
@@ -166,15 +183,32 @@ class ActorLearner:
         outputs = self.replay_outputs(rollout)
         estimates = self.estimates(rollout, outputs)
         log_rhos = np.where(rollout.valid, estimates.log_probs - rollout.behaviour_log_probs, 0.0).astype(np.float32)
-        targets, advantages = vtrace(log_rhos, estimates.rewards, rollout.dones, estimates.values, estimates.bootstrap,
-                                     config.gamma, config.gae_lambda, config.rho_bar, config.c_bar)
+        targets, advantages = vtrace(
+            log_rhos,
+            estimates.rewards,
+            rollout.dones,
+            estimates.values,
+            estimates.bootstrap,
+            config.gamma,
+            config.gae_lambda,
+            config.rho_bar,
+            config.c_bar,
+        )
         value_errors = targets - estimates.values
         weights = loss_weights(estimates.values.shape, None if rollout.valid.all() else rollout.valid, is_weight)
-        loss = actor_critic_loss(estimates.log_probs, estimates.entropies, advantages, value_errors,
-                                 config.value_loss_coef, config.entropy_coef, weights)
+        loss = actor_critic_loss(
+            estimates.log_probs,
+            estimates.entropies,
+            advantages,
+            value_errors,
+            config.value_loss_coef,
+            config.entropy_coef,
+            weights,
+        )
         self.memory.update_priority(handle, float(np.abs(value_errors[rollout.valid]).mean()))
-        return self.gradient_of(outputs.heads, rollout, loss, started, env_steps=0, finished_returns=[],
-                                finished_lengths=[], replayed=True)
+        return self.gradient_of(
+            outputs.heads, rollout, loss, started, env_steps=0, finished_returns=[], finished_lengths=[], replayed=True
+        )
 
     def play_rollout(self) -> PlayedRollout:
         """Play t_max steps in every env from where the last rollout left them, with the current weights and a
@@ -245,8 +279,11 @@ class ActorLearner:
     def estimates(self, steps: Rollout, outputs: NetOutputs) -> Estimates:
         """What the loss reads of a rollout's steps and the network's outputs along them."""
         offset = value_offset(self.model.value_stats)
-        values, final_values, bootstrap = (offset + outputs.values, offset + outputs.final_values,
-                                           offset + outputs.bootstrap)
+        values, final_values, bootstrap = (
+            offset + outputs.values,
+            offset + outputs.final_values,
+            offset + outputs.bootstrap,
+        )
         log_probs, entropies = self.distribution.log_prob_entropy(outputs.heads, self.policy.log_std, steps.actions)
         rewards = fold_truncation_bootstrap(steps.rewards, steps.truncated, final_values, self.config.gamma)
         return Estimates(log_probs, entropies, values, rewards, bootstrap)
@@ -260,21 +297,30 @@ class ActorLearner:
         if np.isfinite(targets).all():  # a NaN reward's are left out, as the worker drops its gradient
             self.model.value_stats.update(torch.from_numpy(targets))
 
-    def gradient_of(self, heads: np.ndarray, steps: Rollout, loss: tuple[Loss, LossGradient], since: float,
-                    **report) -> tuple[torch.Tensor, RolloutReport]:
+    def gradient_of(
+        self, heads: np.ndarray, steps: Rollout, loss: tuple[Loss, LossGradient], since: float, **report
+    ) -> tuple[torch.Tensor, RolloutReport]:
         """A rollout's loss backpropagated into the flat gradient, and the update's report: `report` holds
         its fields that depend on the kind of rollout, `since` is when the update began."""
         loss, d_loss = loss
         grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted)
-        return self.flat_grad, RolloutReport(policy_loss=loss.policy, value_loss=loss.value, entropy=loss.entropy,
-                                             grad_norm=grad_norm, update_seconds=time.perf_counter() - since, **report)
+        return self.flat_grad, RolloutReport(
+            policy_loss=loss.policy,
+            value_loss=loss.value,
+            entropy=loss.entropy,
+            grad_norm=grad_norm,
+            update_seconds=time.perf_counter() - since,
+            **report,
+        )
 
-    def backpropagate(self, heads: np.ndarray, actions: np.ndarray, d_loss: LossGradient,
-                      restarted: np.ndarray) -> float:
+    def backpropagate(
+        self, heads: np.ndarray, actions: np.ndarray, d_loss: LossGradient, restarted: np.ndarray
+    ) -> float:
         """The loss's gradient into the flat gradient, through the distribution and the network; clipped.
         Returns the norm before clipping."""
-        d_heads, d_log_std = self.distribution.backward(heads, self.policy.log_std, actions, d_loss.log_probs,
-                                                        d_loss.entropies)
+        d_heads, d_log_std = self.distribution.backward(
+            heads, self.policy.log_std, actions, d_loss.log_probs, d_loss.entropies
+        )
         self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
@@ -287,20 +333,31 @@ def zero_steps(steps: int, envs, replayable: bool) -> Rollout:
     batch, spec = len(envs), envs.spec
     action_shape, action_type = action_layout(spec)
     rewards, dones, truncated = (np.zeros((steps, batch), dtype=np.float32) for _ in range(3))
-    return Rollout(observations=None, actions=np.zeros((steps, batch, *action_shape), dtype=action_type),
-                   behaviour_log_probs=None, rewards=rewards, dones=dones, truncated=truncated,
-                   final_obs=np.zeros((steps, *envs.obs.shape), dtype=envs.obs.dtype) if replayable else None,
-                   valid=np.ones((steps, batch), dtype=bool), restarted=np.zeros((steps, batch), dtype=bool),
-                   start_state=(), next_obs=None,
-                   action_masks=None if envs.action_mask is None else np.zeros((steps, *envs.action_mask.shape),
-                                                                               dtype=bool))
+    return Rollout(
+        observations=None,
+        actions=np.zeros((steps, batch, *action_shape), dtype=action_type),
+        behaviour_log_probs=None,
+        rewards=rewards,
+        dones=dones,
+        truncated=truncated,
+        final_obs=np.zeros((steps, *envs.obs.shape), dtype=envs.obs.dtype) if replayable else None,
+        valid=np.ones((steps, batch), dtype=bool),
+        restarted=np.zeros((steps, batch), dtype=bool),
+        start_state=(),
+        next_obs=None,
+        action_masks=None if envs.action_mask is None else np.zeros((steps, *envs.action_mask.shape), dtype=bool),
+    )
 
 
 def zero_outputs(shape: tuple[int, int], num_actions: int) -> NetOutputs:
     """Zeroed buffers for what the network gives along a rollout of `shape` = (T, B) steps; the bootstrap
     comes after the last step."""
-    return NetOutputs(np.zeros((*shape, num_actions), dtype=np.float32), np.zeros(shape, dtype=np.float32),
-                      np.zeros(shape, dtype=np.float32), None)
+    return NetOutputs(
+        np.zeros((*shape, num_actions), dtype=np.float32),
+        np.zeros(shape, dtype=np.float32),
+        np.zeros(shape, dtype=np.float32),
+        None,
+    )
 
 
 def row(array: Optional[np.ndarray], t: int) -> Optional[np.ndarray]:

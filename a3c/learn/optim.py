@@ -75,10 +75,10 @@ class SharedAdam(SharedOptimizer):
         torch._foreach_mul_(exp_avg_sq, beta2)
         torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)
         denom = torch._foreach_sqrt(exp_avg_sq)
-        torch._foreach_div_(denom, math.sqrt(1 - beta2 ** step))
+        torch._foreach_div_(denom, math.sqrt(1 - beta2**step))
         torch._foreach_add_(denom, self.eps)
         ratio = torch._foreach_div(exp_avg, denom)  # m_hat / sqrt(v_hat) times (1 - beta1^step)
-        bias_correction = 1 - beta1 ** step
+        bias_correction = 1 - beta1**step
         # inert unless a race (docs/design/facts.md, fact 2)
         clamp_(ratio, adam_ratio_bound(beta1, beta2, step) * bias_correction)
         torch._foreach_add_(self.params, ratio, alpha=-lr / bias_correction)
@@ -110,9 +110,9 @@ def adam_ratio_bound(beta1: float, beta2: float, step: float) -> float:
     Cauchy-Schwarz |sum_k b1^k g_k| <= sqrt(sum_k (b1^2 / b2)^k) sqrt(sum_k b2^k g_k^2). 1 at the first
     step; about 7.3 later with the default betas.
     """
-    r = beta1 ** 2 / beta2
-    terms = step if r == 1 else (1 - r ** step) / (1 - r)
-    return (1 - beta1) / math.sqrt(1 - beta2) * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step) * math.sqrt(terms)
+    r = beta1**2 / beta2
+    terms = step if r == 1 else (1 - r**step) / (1 - r)
+    return (1 - beta1) / math.sqrt(1 - beta2) * math.sqrt(1 - beta2**step) / (1 - beta1**step) * math.sqrt(terms)
 
 
 def clamp_(tensors: list[torch.Tensor], bound: float) -> None:

@@ -72,7 +72,7 @@ class ReplayMemory:
         it is sampled soon and its priority then measured."""
         slot = self._added % self.capacity
         self._priorities[slot] = 0.0  # an evicted rollout's priority is not among those stored
-        stored = self._priorities[:len(self)]
+        stored = self._priorities[: len(self)]
         priority = stored.max() if stored.any() else 1.0  # stored priorities are >= MIN_PRIORITY > 0
         if slot == len(self._rollouts):
             self._rollouts.append(rollout)
@@ -87,10 +87,13 @@ class ReplayMemory:
         """(handle, rollout, importance-sampling weight in (0, 1]) of one rollout drawn by priority."""
         if not self._rollouts:
             raise ValueError("sample() from an empty ReplayMemory: add() a rollout first")
-        weights = self._priorities[:len(self)] ** self.priority_alpha
+        weights = self._priorities[: len(self)] ** self.priority_alpha
         slot = int(self.rng.choice(len(weights), p=weights / weights.sum()))
-        return (ReplayHandle(slot, int(self._generations[slot])), self._rollouts[slot],
-                float(weights.min() / weights[slot]))
+        return (
+            ReplayHandle(slot, int(self._generations[slot])),
+            self._rollouts[slot],
+            float(weights.min() / weights[slot]),
+        )
 
     def update_priority(self, handle: ReplayHandle, priority: float) -> None:
         """Set the priority (e.g. the mean |value error|) of the rollout `handle` names, floored at

@@ -13,8 +13,9 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 
-def fold_truncation_bootstrap(rewards: np.ndarray, truncated: np.ndarray, final_values: np.ndarray,
-                              gamma: float) -> np.ndarray:
+def fold_truncation_bootstrap(
+    rewards: np.ndarray, truncated: np.ndarray, final_values: np.ndarray, gamma: float
+) -> np.ndarray:
     """r + gamma * V(s_final) where the time limit cut the episode: it did not end there."""
     return rewards + gamma * final_values * truncated
 
@@ -29,8 +30,9 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray, bootstrap: np.nda
     return returns
 
 
-def gae_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, bootstrap: np.ndarray,
-                   gamma: float, lam: float) -> np.ndarray:
+def gae_advantages(
+    rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, bootstrap: np.ndarray, gamma: float, lam: float
+) -> np.ndarray:
     """Generalised advantage estimation; lam = 1 gives n-step returns minus values."""
     advantages = np.empty_like(rewards)
     running = np.zeros_like(rewards[0])
@@ -44,9 +46,17 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, b
     return advantages
 
 
-def vtrace(log_rhos: np.ndarray, rewards: np.ndarray, dones: np.ndarray, values: np.ndarray,
-           bootstrap: np.ndarray, gamma: float, lam: float, rho_bar: float = 1.0,
-           c_bar: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def vtrace(
+    log_rhos: np.ndarray,
+    rewards: np.ndarray,
+    dones: np.ndarray,
+    values: np.ndarray,
+    bootstrap: np.ndarray,
+    gamma: float,
+    lam: float,
+    rho_bar: float = 1.0,
+    c_bar: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """V-trace (Espeholt et al. 2018) with a lambda: (value targets v_t, policy advantages A_t).
 
     log_rhos = log pi(a_t|s_t) - log mu(a_t|s_t) of the acting policy mu; V_T = v_T = bootstrap.
@@ -99,9 +109,15 @@ def loss_weights(shape: tuple, mask: Optional[np.ndarray] = None, is_weights=1.0
     return (is_weights * mask / max(mask.sum(), 1)).astype(np.float32)
 
 
-def actor_critic_loss(log_probs: np.ndarray, entropies: np.ndarray, policy_advantages: np.ndarray,
-                      value_errors: np.ndarray, value_loss_coef: float, entropy_coef: float,
-                      weights: np.ndarray) -> tuple[Loss, LossGradient]:
+def actor_critic_loss(
+    log_probs: np.ndarray,
+    entropies: np.ndarray,
+    policy_advantages: np.ndarray,
+    value_errors: np.ndarray,
+    value_loss_coef: float,
+    entropy_coef: float,
+    weights: np.ndarray,
+) -> tuple[Loss, LossGradient]:
     """sum_w(-log_prob * A) + value_loss_coef * sum_w(0.5 * (v_target - V)^2) - entropy_coef * sum_w(entropy).
 
     sum_w(x) = sum(weights * x); `weights` [T, B] come from `loss_weights`. A and the
@@ -109,19 +125,33 @@ def actor_critic_loss(log_probs: np.ndarray, entropies: np.ndarray, policy_advan
     targets - V, d/d V = -value_loss_coef * w * value_errors.
     """
     policy = -float((weights * log_probs * policy_advantages).sum())
-    value = 0.5 * float((weights * value_errors ** 2).sum())
+    value = 0.5 * float((weights * value_errors**2).sum())
     entropy = float((weights * entropies).sum())
     total = policy + value_loss_coef * value - entropy_coef * entropy
-    gradient = LossGradient(-weights * policy_advantages, -entropy_coef * weights,
-                            -value_loss_coef * weights * value_errors)
+    gradient = LossGradient(
+        -weights * policy_advantages, -entropy_coef * weights, -value_loss_coef * weights * value_errors
+    )
     return Loss(total, policy, value, entropy), gradient
 
 
-def a3c_loss(log_probs: np.ndarray, entropies: np.ndarray, advantages: np.ndarray, value_loss_coef: float,
-             entropy_coef: float, mask: Optional[np.ndarray] = None) -> tuple[Loss, LossGradient]:
+def a3c_loss(
+    log_probs: np.ndarray,
+    entropies: np.ndarray,
+    advantages: np.ndarray,
+    value_loss_coef: float,
+    entropy_coef: float,
+    mask: Optional[np.ndarray] = None,
+) -> tuple[Loss, LossGradient]:
     """The on-policy loss, averaged over [T, B]: the value target is advantages + values,
     so the value error is the advantage itself. `mask` (1 = a real transition) leaves
     out the steps that only reset an env.
     """
-    return actor_critic_loss(log_probs, entropies, advantages, advantages, value_loss_coef, entropy_coef,
-                             loss_weights(advantages.shape, mask))
+    return actor_critic_loss(
+        log_probs,
+        entropies,
+        advantages,
+        advantages,
+        value_loss_coef,
+        entropy_coef,
+        loss_weights(advantages.shape, mask),
+    )

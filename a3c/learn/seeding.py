@@ -40,8 +40,9 @@ def model_seed(config: Config) -> int:
 
 def worker_seeds(config: Config, rank: int, incarnation: int = 0) -> WorkerSeeds:
     """Worker `rank`'s seeds; a restarted worker (incarnation > 0) plays new episodes."""
-    vector_env, actions, torch_seed, replay, *envs = derive(config, WORKER, rank, incarnation,
-                                                             count=4 + config.envs_per_process)
+    vector_env, actions, torch_seed, replay, *envs = derive(
+        config, WORKER, rank, incarnation, count=4 + config.envs_per_process
+    )
     return WorkerSeeds(envs, vector_env, actions, torch_seed, replay)
 
 

@@ -47,8 +47,10 @@ class NoisyLinear(nn.Module):
         """The weight and bias applied: the means in eval mode, plus the current noise in training mode."""
         if not self.training:
             return self.weight_mu, self.bias_mu
-        return (torch.addcmul(self.weight_mu, self.weight_sigma, self.weight_epsilon),
-                torch.addcmul(self.bias_mu, self.bias_sigma, self.bias_epsilon))
+        return (
+            torch.addcmul(self.weight_mu, self.weight_sigma, self.weight_epsilon),
+            torch.addcmul(self.bias_mu, self.bias_sigma, self.bias_epsilon),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, *self.effective_weights())
@@ -83,9 +85,12 @@ def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Seq
     if min(height, width) < SMALL_FRAMES:
         convs = nn.Sequential(nn.Conv2d(channels, 16, 3), nn.ReLU(), nn.Flatten())
     else:
-        convs = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(),
-                              nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten())
-    frames_encoder = nn.Sequential(ScaleFrames(), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes))  # keys as in 0.1
+        convs = nn.Sequential(
+            nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten()
+        )
+    frames_encoder = nn.Sequential(
+        ScaleFrames(), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes)
+    )  # keys as in 0.1
     preserve_signal(frames_encoder)
     return frames_encoder
 
@@ -154,8 +159,14 @@ class Network(nn.Module):
     learner adds back.
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, continuous: bool, normalize_obs: bool,
-                 center_values: bool = False):
+    def __init__(
+        self,
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        continuous: bool,
+        normalize_obs: bool,
+        center_values: bool = False,
+    ):
         super().__init__()
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
         self.value_stats = RunningNorm(()) if center_values else None
@@ -167,8 +178,11 @@ class Network(nn.Module):
     def statistics(self) -> dict[str, RunningNorm]:
         """The running statistics this network keeps, by attribute name: the ones workers share and
         update in place, node groups merge and an evaluation snapshots."""
-        return {name: norm for name, norm in (("obs_norm", self.obs_norm), ("value_stats", self.value_stats))
-                if norm is not None}
+        return {
+            name: norm
+            for name, norm in (("obs_norm", self.obs_norm), ("value_stats", self.value_stats))
+            if norm is not None
+        }
 
     def normalize(self, obs: torch.Tensor) -> torch.Tensor:
         """What the network reads: the observation, normalised if the model keeps statistics."""
@@ -209,8 +223,13 @@ class ActorCritic(Network):
     (a3c/learn/policies/numpy_policy.py) runs every shape of this network.
     """
 
-    def __init__(self, obs_shape: int | tuple[int, ...], num_actions: int, options: StockOptions = StockOptions(),
-                 own_encoder: Optional[Callable[[], nn.Module]] = None):
+    def __init__(
+        self,
+        obs_shape: int | tuple[int, ...],
+        num_actions: int,
+        options: StockOptions = StockOptions(),
+        own_encoder: Optional[Callable[[], nn.Module]] = None,
+    ):
         """`own_encoder`: builds what maps the inputs to features of hidden_sizes[-1] instead of `encoder`."""
         obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
         super().__init__(obs_shape, num_actions, options.continuous, options.normalize_obs, options.center_values)
@@ -239,8 +258,9 @@ class ActorCritic(Network):
         if self.lstm is None:
             return features, ()
         lstm = self.lstm
-        hidden, cell = torch.lstm_cell(features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
-                                       lstm.bias_hh_l0)
+        hidden, cell = torch.lstm_cell(
+            features, state, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0
+        )
         return hidden, (hidden, cell)
 
     def value_inputs(self, inputs: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -254,4 +274,3 @@ class ActorCritic(Network):
     def forward(self, inputs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
         features, state = self.core(inputs, state)
         return self.policy(features), self.value(self.value_inputs(inputs, features)).squeeze(-1), state
-

@@ -13,9 +13,16 @@ from a3c.nets.user import user_network
 
 def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
     """What the stock network's options are under a Config (every stock network is built with these)."""
-    return StockOptions(hidden_sizes=tuple(config.hidden_sizes), core=config.core, noisy=config.noise,
-                        sigma_init=config.sigma_init, continuous=spec.continuous, normalize_obs=config.normalize_obs,
-                        center_values=centers_values(config), own_critic=config.critic == "own")
+    return StockOptions(
+        hidden_sizes=tuple(config.hidden_sizes),
+        core=config.core,
+        noisy=config.noise,
+        sigma_init=config.sigma_init,
+        continuous=spec.continuous,
+        normalize_obs=config.normalize_obs,
+        center_values=centers_values(config),
+        own_critic=config.critic == "own",
+    )
 
 
 def build_model(config: Config, spec: EnvSpec) -> Network:
@@ -25,8 +32,10 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     (a3c/nets/structured.py), or hands the user's module a dict of tensors; its statistics cover the Box parts only.
     """
     if spec.obs_parts is not None and config.learner == "numpy":
-        raise ConfigError("--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
-                          "trains with --learner auto or torch")
+        raise ConfigError(
+            "--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
+            "trains with --learner auto or torch"
+        )
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
     elif spec.obs_parts is not None:

@@ -15,7 +15,7 @@ from torch import nn
 def _views_into(flat: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]:
     views, offset = [], 0
     for param in params:
-        views.append(flat[offset:offset + param.numel()].view_as(param))
+        views.append(flat[offset : offset + param.numel()].view_as(param))
         offset += param.numel()
     return views
 

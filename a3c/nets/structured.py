@@ -41,15 +41,23 @@ class CombinedFeatures(nn.Module):
         super().__init__()
         self.parts = parts
         # by position: a Dict's keys may hold dots, which a module's name may not
-        self.frames = nn.ModuleDict({str(k): encoder(part.shape, ()) for k, part in enumerate(parts)
-                                     if part.kind == "frames"})
-        self.size = sum(flat_size(self.frames[str(k)][1], part.shape) if part.kind == "frames" else part.size
-                        for k, part in enumerate(parts))
+        self.frames = nn.ModuleDict(
+            {str(k): encoder(part.shape, ()) for k, part in enumerate(parts) if part.kind == "frames"}
+        )
+        self.size = sum(
+            flat_size(self.frames[str(k)][1], part.shape) if part.kind == "frames" else part.size
+            for k, part in enumerate(parts)
+        )
 
     def forward(self, flat: torch.Tensor) -> torch.Tensor:
         pieces = unflatten(self.parts, flat)
-        return torch.cat([self.frames[str(k)](pieces[part.key]) if part.kind == "frames"
-                          else pieces[part.key].flatten(1) for k, part in enumerate(self.parts)], dim=-1)
+        return torch.cat(
+            [
+                self.frames[str(k)](pieces[part.key]) if part.kind == "frames" else pieces[part.key].flatten(1)
+                for k, part in enumerate(self.parts)
+            ],
+            dim=-1,
+        )
 
 
 class StructuredActorCritic(ActorCritic):
@@ -60,5 +68,5 @@ class StructuredActorCritic(ActorCritic):
         def combined_encoder() -> nn.Module:
             features = CombinedFeatures(parts)
             return nn.Sequential(features, *mlp(features.size, tuple(options.hidden_sizes)))
-        super().__init__((sum(part.size for part in parts),), num_actions, options, own_encoder=combined_encoder)
 
+        super().__init__((sum(part.size for part in parts),), num_actions, options, own_encoder=combined_encoder)

@@ -69,8 +69,9 @@ def load_factory(name: str):
     except ImportError as error:
         raise ConfigError(f"--model {name}: cannot import {module_name}: {first_line(error)}") from None
     except Exception as error:  # the user's module failed while it was being imported
-        raise ConfigError(f"--model {name}: importing {module_name} raised {type(error).__name__}: "
-                          f"{first_line(error)}") from None
+        raise ConfigError(
+            f"--model {name}: importing {module_name} raised {type(error).__name__}: {first_line(error)}"
+        ) from None
     factory = getattr(module, function_name, None)
     if not callable(factory):
         raise ConfigError(f"--model {name}: {module_name} has no function {function_name}")
@@ -104,21 +105,32 @@ def check_outputs(net: nn.Module, spec, name: str) -> None:
         with torch.no_grad():
             outputs = net(obs) if state is None else net(obs, state)
     except Exception as error:
-        raise ConfigError(f"--model {name}: forward() on {batch_words(obs)} raised "
-                          f"{type(error).__name__}: {first_line(error)}") from None
+        raise ConfigError(
+            f"--model {name}: forward() on {batch_words(obs)} raised {type(error).__name__}: {first_line(error)}"
+        ) from None
     expected = f"(head [{batch}, {spec.num_actions}], value [{batch}]" + (")" if state is None else ", state)")
     parts = 2 if state is None else 3
-    if not (isinstance(outputs, (tuple, list)) and len(outputs) == parts
-            and all(isinstance(part, torch.Tensor) for part in outputs[:2])):
+    if not (
+        isinstance(outputs, (tuple, list))
+        and len(outputs) == parts
+        and all(isinstance(part, torch.Tensor) for part in outputs[:2])
+    ):
         raise ConfigError(f"--model {name}: forward() must return {expected}, got {describe(outputs)}")
     head, value = outputs[:2]
     if state is not None and describe(outputs[2]) != describe(state):  # a list or a tuple alike
-        raise ConfigError(f"--model {name}: forward() must return a state like initial_state's {describe(state)}, "
-                          f"got {describe(outputs[2])}")
-    if tuple(head.shape) != (batch, spec.num_actions) or tuple(value.shape) != (batch,) \
-            or not (head.is_floating_point() and value.is_floating_point()):
-        raise ConfigError(f"--model {name}: forward() must return {expected} of floats, "
-                          f"got {describe(outputs)} for {batch_words(obs)}")
+        raise ConfigError(
+            f"--model {name}: forward() must return a state like initial_state's {describe(state)}, "
+            f"got {describe(outputs[2])}"
+        )
+    if (
+        tuple(head.shape) != (batch, spec.num_actions)
+        or tuple(value.shape) != (batch,)
+        or not (head.is_floating_point() and value.is_floating_point())
+    ):
+        raise ConfigError(
+            f"--model {name}: forward() must return {expected} of floats, "
+            f"got {describe(outputs)} for {batch_words(obs)}"
+        )
 
 
 def initial_state_checked(net: nn.Module, name: str, batch: int) -> tuple:
@@ -126,13 +138,21 @@ def initial_state_checked(net: nn.Module, name: str, batch: int) -> tuple:
     try:
         state = net.initial_state(batch)
     except Exception as error:
-        raise ConfigError(f"--model {name}: initial_state({batch}) raised {type(error).__name__}: "
-                          f"{first_line(error)}") from None
-    if not (isinstance(state, (tuple, list)) and state and all(
+        raise ConfigError(
+            f"--model {name}: initial_state({batch}) raised {type(error).__name__}: {first_line(error)}"
+        ) from None
+    if not (
+        isinstance(state, (tuple, list))
+        and state
+        and all(
             isinstance(part, torch.Tensor) and part.is_floating_point() and part.dim() >= 1 and len(part) == batch
-            for part in state)):
-        raise ConfigError(f"--model {name}: initial_state({batch}) must return a tuple of float tensors "
-                          f"[{batch}, ...], got {describe(state)}")
+            for part in state
+        )
+    ):
+        raise ConfigError(
+            f"--model {name}: initial_state({batch}) must return a tuple of float tensors "
+            f"[{batch}, ...], got {describe(state)}"
+        )
     return tuple(state)
 
 

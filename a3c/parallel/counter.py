@@ -24,7 +24,7 @@ class StepCounter:
 
     def own(self) -> int:
         """The steps these workers counted."""
-        return sum(self.slots[:self.num_workers])
+        return sum(self.slots[: self.num_workers])
 
     def total(self) -> int:
         return sum(self.slots)

@@ -27,8 +27,9 @@ from a3c.nets.flat import flatten_parameters
 from a3c.parallel.messages import Evaluation
 
 
-def play_greedy_episodes(agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None,
-                         on_step=lambda: None) -> list[float]:
+def play_greedy_episodes(
+    agent: Agent, envs: gym.vector.VectorEnv, seed: int, stop=None, on_step=lambda: None
+) -> list[float]:
     """One episode in each env of `envs`, all stepped together with one forward pass per step.
 
     Greedy actions (argmax over the legal ones, or the Gaussian mean) from the mean weights; returns the
@@ -100,10 +101,12 @@ def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: in
         TRAINING_VIDEO_STEPS,
         record_episodes,
     )
+
     folder = run_dir / "videos"
     folder.mkdir(exist_ok=True)
-    record_episodes(agent, config.env, 1, evaluation_seed(config, round_), folder / f"{env_steps:09d}.mp4",
-                    TRAINING_VIDEO_STEPS)
+    record_episodes(
+        agent, config.env, 1, evaluation_seed(config, round_), folder / f"{env_steps:09d}.mp4", TRAINING_VIDEO_STEPS
+    )
 
 
 def saved_standing(best_path: Path) -> Standing | None:
@@ -144,16 +147,22 @@ class Evaluator:
     evaluator. `on_step`: called before every step of an episode (the evaluator process's heartbeat).
     """
 
-    def __init__(self, config: Config, model: Network, run_dir: Path, stop, best_so_far: float | None = None,
-                 on_step: Callable[[], None] = lambda: None):
+    def __init__(
+        self,
+        config: Config,
+        model: Network,
+        run_dir: Path,
+        stop,
+        best_so_far: float | None = None,
+        on_step: Callable[[], None] = lambda: None,
+    ):
         self.config, self.source, self.run_dir, self.stop, self.on_step = config, model, run_dir, stop, on_step
         self.model = copy.deepcopy(model)
         self.weights = flatten_parameters(self.model)
         self.envs, spec = make_vector_env(config.env, config.eval_episodes)
         self.agent = Agent(self.model, spec, config.learner, config)
         self.best_path = run_dir / "checkpoints" / "best.pt"
-        standings = [Standing(False, best_so_far) if best_so_far is not None else None,
-                     saved_standing(self.best_path)]
+        standings = [Standing(False, best_so_far) if best_so_far is not None else None, saved_standing(self.best_path)]
         self.best = max((b for b in standings if b is not None), default=Standing(False, -math.inf))
         self.rounds = 0
         self.next_video = 0.0  # the first evaluation is filmed
@@ -161,8 +170,13 @@ class Evaluator:
     def close(self) -> None:
         self.envs.close()
 
-    def play_round(self, env_steps: int, flat_weights: torch.Tensor, start_time: float,
-                   send: Callable[[Evaluation], None] = lambda message: None) -> Round:
+    def play_round(
+        self,
+        env_steps: int,
+        flat_weights: torch.Tensor,
+        start_time: float,
+        send: Callable[[Evaluation], None] = lambda message: None,
+    ) -> Round:
         """Evaluate `flat_weights` (the flat tensor `model`'s parameters are views of), taken at `env_steps`;
         confirm, keep best.pt, then stop the run if solved, or else film if --video-interval is due.
 
@@ -170,8 +184,9 @@ class Evaluator:
         evaluation while its confirmation plays; its wall_seconds count from `start_time` (time.monotonic()).
         """
         self.read_weights(flat_weights)
-        returns = play_greedy_episodes(self.agent, self.envs, evaluation_seed(self.config, self.rounds), self.stop,
-                                       self.on_step)
+        returns = play_greedy_episodes(
+            self.agent, self.envs, evaluation_seed(self.config, self.rounds), self.stop, self.on_step
+        )
         self.rounds += 1
         if len(returns) < self.envs.num_envs:
             return Round([], complete=False)
@@ -182,13 +197,25 @@ class Evaluator:
         send(evaluations[0])
         standing = Standing(False, mean)
         if confirming:
-            returns = evaluate_agent(self.agent, self.config.confirm_episodes,
-                                     confirmation_seed(self.config, self.rounds), self.stop, self.on_step)
+            returns = evaluate_agent(
+                self.agent,
+                self.config.confirm_episodes,
+                confirmation_seed(self.config, self.rounds),
+                self.stop,
+                self.on_step,
+            )
             if len(returns) < self.config.confirm_episodes:
                 return Round(evaluations, complete=False)
             standing = Standing(True, float(np.mean(returns)))
-            evaluations.append(Evaluation(env_steps, time.monotonic() - start_time, returns,
-                                          confirms(returns, self.config.target_return), confirmation=True))
+            evaluations.append(
+                Evaluation(
+                    env_steps,
+                    time.monotonic() - start_time,
+                    returns,
+                    confirms(returns, self.config.target_return),
+                    confirmation=True,
+                )
+            )
             send(evaluations[1])
         decided = Round(evaluations, best_written=self.keep_best(standing, env_steps, len(returns)))
         if decided.solved:
@@ -211,7 +238,15 @@ class Evaluator:
         if not standing > self.best:
             return False
         self.best = standing
-        save_checkpoint(self.best_path, checkpoint_payload(self.config, self.model, env_steps,
-                                                           eval_return=standing.mean,
-                                                           eval_confirmed=standing.confirmed, eval_episodes=episodes))
+        save_checkpoint(
+            self.best_path,
+            checkpoint_payload(
+                self.config,
+                self.model,
+                env_steps,
+                eval_return=standing.mean,
+                eval_confirmed=standing.confirmed,
+                eval_episodes=episodes,
+            ),
+        )
         return True

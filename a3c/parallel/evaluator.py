@@ -14,6 +14,7 @@ from a3c.parallel.evaluation import Evaluator
 from a3c.parallel.messages import Failure, WriteFailed
 from a3c.parallel.processes import Shared, become_child_process, parent_is_gone
 
+
 def wait_beating(stop, seconds: float, beat) -> bool:
     """stop.wait(seconds), beating every second meanwhile: waiting is not hanging."""
     deadline = time.monotonic() + seconds
@@ -26,8 +27,15 @@ def wait_beating(stop, seconds: float, beat) -> bool:
             return True
 
 
-def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, start_time: float, run_dir: str,
-                  best_so_far: float | None) -> None:
+def run_evaluator(
+    config: Config,
+    shared: Shared,
+    messages,
+    parent_pid: int,
+    start_time: float,
+    run_dir: str,
+    best_so_far: float | None,
+) -> None:
     """Process entry point: an evaluation round (Evaluator.play_round) every eval_interval seconds until the run
     stops (a solving round stops it) or the parent is gone. `best_so_far`: the best evaluation mean of the run
     before this evaluator. A failure is told to the trainer before the process exits."""
@@ -36,15 +44,16 @@ def run_evaluator(config: Config, shared: Shared, messages, parent_pid: int, sta
     evaluator = Evaluator(config, shared.model, Path(run_dir), shared.stop, best_so_far, beat)
     try:
         while not wait_beating(shared.stop, config.eval_interval, beat) and not parent_is_gone(parent_pid):
-            decided = evaluator.play_round(shared.env_steps.total(), shared.optimizer.params[0], start_time,
-                                           messages.send)
+            decided = evaluator.play_round(
+                shared.env_steps.total(), shared.optimizer.params[0], start_time, messages.send
+            )
             if not decided.complete:
                 break  # stopped mid-round
     except WriteError as error:  # best.pt on a full disk: the trainer stops the run as for its own writes
         messages.send(WriteFailed(str(error)))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     except Exception:
         messages.send(Failure("evaluator", traceback.format_exc()))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     finally:
         evaluator.close()

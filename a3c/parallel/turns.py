@@ -29,8 +29,9 @@ TURN_SECONDS = 0.05
 
 
 class Turns:
-    def __init__(self, ctx: multiprocessing.context.BaseContext, active: int, num_workers: int,
-                 seconds: float = TURN_SECONDS):
+    def __init__(
+        self, ctx: multiprocessing.context.BaseContext, active: int, num_workers: int, seconds: float = TURN_SECONDS
+    ):
         self.semaphore = ctx.Semaphore(active)
         self.holding = ctx.RawArray("b", num_workers)  # 1 while worker `rank` holds a turn
         self.seconds = seconds

@@ -17,8 +17,9 @@ from a3c.parallel.messages import Failure, Update
 from a3c.parallel.processes import Shared, become_child_process, parent_is_gone
 
 
-def apply_gradient(optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, report: RolloutReport,
-                   read_at: int) -> None:
+def apply_gradient(
+    optimizer: SharedOptimizer, grad: torch.Tensor, lr: float, report: RolloutReport, read_at: int
+) -> None:
     """Step the shared optimizer unless the gradient is NaN or infinite, which would poison the weights;
     record in `report` whether it was applied and its policy lag: the updates that other workers
     applied since this one read the weights at step `read_at`."""
@@ -65,7 +66,7 @@ def run_worker(config: Config, shared: Shared, messages, parent_pid: int, rank: 
             shared.turns.give_back(rank)  # the others may be finishing an update
     except EnvError as error:  # the env's fault, said in one line; a traceback would point at our code
         messages.send(Failure(f"worker {rank}", str(error)))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     except Exception:
         messages.send(Failure(f"worker {rank}", traceback.format_exc()))
-        raise SystemExit(1)
+        raise SystemExit(1) from None

@@ -53,8 +53,11 @@ class Callbacks:
             try:
                 asked_to_stop = method(*args)
             except Exception as error:  # the user's code: one line, and the run stops with nothing lost
-                self.console.message(f"callback {callback_name(callback)} raised {type(error).__name__} in {hook}: "
-                                     f"{first_line(error)}; stopping", error=True)
+                self.console.message(
+                    f"callback {callback_name(callback)} raised {type(error).__name__} in {hook}: "
+                    f"{first_line(error)}; stopping",
+                    error=True,
+                )
                 self.stop_reason = self.stop_reason or "callback_failed"
                 continue
             if asked_to_stop is True and hook in ("on_metrics", "on_evaluation") and self.stop_reason is None:

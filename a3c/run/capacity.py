@@ -39,6 +39,7 @@ def network_size(config: Config, spec: EnvSpec) -> Optional[int]:
     from a3c.nets.factory import (
         build_model,  # torch's modules: the trainer has them loaded already
     )
+
     with torch.device("meta"):
         model = build_model(config, spec)
     return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
@@ -64,8 +65,14 @@ def estimate(config: Config, spec: EnvSpec, network_numbers: int) -> Estimate:
     replay = 2 * rollout * config.replay_capacity if config.replay_ratio > 0 else 0  # observations and final_obs
     per_worker = 2 * network + PROCESS_BYTES + rollout + replay
     evaluator = network + PROCESS_BYTES + config.eval_episodes * obs_bytes if config.eval_episodes else 0
-    return Estimate(network, shared, 2 * shared + network, per_worker, replay,
-                    shared + evaluator + config.num_processes * per_worker)
+    return Estimate(
+        network,
+        shared,
+        2 * shared + network,
+        per_worker,
+        replay,
+        shared + evaluator + config.num_processes * per_worker,
+    )
 
 
 def size(count: float) -> str:
@@ -140,30 +147,48 @@ def memory_option(config: Config, estimate_: Estimate) -> str:
     return f"--num-processes {config.num_processes}"
 
 
-def check_capacity(config: Config, spec: EnvSpec, network_numbers: Optional[int], run_dir: Path,
-                   memory: Optional[int], shm: Optional[int], disk: Optional[int],
-                   processes: Optional[tuple[int, int]], cores: int) -> list[str]:
+def check_capacity(
+    config: Config,
+    spec: EnvSpec,
+    network_numbers: Optional[int],
+    run_dir: Path,
+    memory: Optional[int],
+    shm: Optional[int],
+    disk: Optional[int],
+    processes: Optional[tuple[int, int]],
+    cores: int,
+) -> list[str]:
     """Refuse (ConfigError) a run that cannot fit; return one-line warnings for one that fits badly.
     `memory`, `shm`, `disk`: bytes available (None: unknown, not checked); `processes`: process_room()."""
     needed = config.num_processes + (1 if config.eval_episodes else 0)
     if processes is not None and processes[1] + needed > processes[0]:
-        raise ConfigError(f"--num-processes {config.num_processes}: {needed:,} more processes than this user may "
-                          f"start: {processes[1]:,} running of the {processes[0]:,} allowed (ulimit -u)")
+        raise ConfigError(
+            f"--num-processes {config.num_processes}: {needed:,} more processes than this user may "
+            f"start: {processes[1]:,} running of the {processes[0]:,} allowed (ulimit -u)"
+        )
     if network_numbers is not None:
         need = estimate(config, spec, network_numbers)
         if memory is not None and need.memory > memory:
-            raise ConfigError(f"{memory_option(config, need)}: the run needs about {size(need.memory)} of memory "
-                              f"({config.num_processes} workers of {size(need.per_worker)}, a network of "
-                              f"{network_numbers:,} numbers); {size(memory)} is available")
+            raise ConfigError(
+                f"{memory_option(config, need)}: the run needs about {size(need.memory)} of memory "
+                f"({config.num_processes} workers of {size(need.per_worker)}, a network of "
+                f"{network_numbers:,} numbers); {size(memory)} is available"
+            )
         if shm is not None and need.shared > shm:
-            raise ConfigError(f"{memory_option(config, need)}: the shared weights and optimizer state need "
-                              f"{size(need.shared)} of shared memory; /dev/shm has {size(shm)} free")
+            raise ConfigError(
+                f"{memory_option(config, need)}: the shared weights and optimizer state need "
+                f"{size(need.shared)} of shared memory; /dev/shm has {size(shm)} free"
+            )
         if disk is not None and need.checkpoints > disk:
-            raise ConfigError(f"--run-dir {run_dir}: the checkpoints need about {size(need.checkpoints)} of disk; "
-                              f"{size(disk)} is free there")
+            raise ConfigError(
+                f"--run-dir {run_dir}: the checkpoints need about {size(need.checkpoints)} of disk; "
+                f"{size(disk)} is free there"
+            )
     if config.num_processes > PROCESSES_PER_CORE * cores and config.backend == "local":
-        return [f"--num-processes {config.num_processes} on {cores} cores: more than {PROCESSES_PER_CORE} "
-                "workers a core mostly wait their turn, and each costs start-up time and memory"]
+        return [
+            f"--num-processes {config.num_processes} on {cores} cores: more than {PROCESSES_PER_CORE} "
+            "workers a core mostly wait their turn, and each costs start-up time and memory"
+        ]
     return []
 
 
@@ -171,7 +196,14 @@ def check_machine(config: Config, spec: EnvSpec, run_dir: Path) -> list[str]:
     """check_capacity against this machine. A Ray run's workers live on the cluster's nodes: only the
     network and its checkpoints are checked here."""
     local = config.backend == "local"
-    return check_capacity(config, spec, network_size(config, spec), run_dir,
-                          available_memory() if local else None,
-                          free_space(Path("/dev/shm")) if local and Path("/dev/shm").is_dir() else None,
-                          free_space(run_dir), process_room() if local else None, os.cpu_count() or 1)
+    return check_capacity(
+        config,
+        spec,
+        network_size(config, spec),
+        run_dir,
+        available_memory() if local else None,
+        free_space(Path("/dev/shm")) if local and Path("/dev/shm").is_dir() else None,
+        free_space(run_dir),
+        process_room() if local else None,
+        os.cpu_count() or 1,
+    )

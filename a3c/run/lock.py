@@ -35,8 +35,9 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
             os.close(self.fd)
-            raise ConfigError(f"another trainer (pid {holder}) is running in {run_dir}; "
-                              "wait for it to end or stop it first") from None
+            raise ConfigError(
+                f"another trainer (pid {holder}) is running in {run_dir}; wait for it to end or stop it first"
+            ) from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n".encode())  # for the message above, read by the next one
         _held.add(self.fd)

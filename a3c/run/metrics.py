@@ -23,17 +23,47 @@ from a3c.errors import writing
 from a3c.parallel.messages import Evaluation, Failure, Update
 from a3c.run.console import Console
 
-TRAIN_COLUMNS = ["env_steps", "wall_seconds", "updates", "episodes", "mean_return", "mean_length",
-                 "policy_loss", "value_loss", "entropy", "grad_norm", "lr", "steps_per_second",
-                 # what the learner does: its time per rollout and per update, its update rates, and the
-                 # policy lag (shared-model updates between a gradient's weight read and its application)
-                 "replay_updates", "updates_per_second", "replay_updates_per_second", "rollout_ms", "update_ms",
-                 "policy_lag"]
+TRAIN_COLUMNS = [
+    "env_steps",
+    "wall_seconds",
+    "updates",
+    "episodes",
+    "mean_return",
+    "mean_length",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "grad_norm",
+    "lr",
+    "steps_per_second",
+    # what the learner does: its time per rollout and per update, its update rates, and the
+    # policy lag (shared-model updates between a gradient's weight read and its application)
+    "replay_updates",
+    "updates_per_second",
+    "replay_updates_per_second",
+    "rollout_ms",
+    "update_ms",
+    "policy_lag",
+]
 # read off the wall clock: they differ between two runs that are otherwise the same
-TIMING_COLUMNS = ["wall_seconds", "steps_per_second", "updates_per_second", "replay_updates_per_second",
-                  "rollout_ms", "update_ms"]
-EVAL_COLUMNS = ["env_steps", "wall_seconds", "mean_return", "std_return", "min_return", "max_return", "episodes",
-                "confirmation"]
+TIMING_COLUMNS = [
+    "wall_seconds",
+    "steps_per_second",
+    "updates_per_second",
+    "replay_updates_per_second",
+    "rollout_ms",
+    "update_ms",
+]
+EVAL_COLUMNS = [
+    "env_steps",
+    "wall_seconds",
+    "mean_return",
+    "std_return",
+    "min_return",
+    "max_return",
+    "episodes",
+    "confirmation",
+]
 NONFINITE_IN_A_ROW_LIMIT = 20
 
 
@@ -114,8 +144,15 @@ class MetricsSettings:
 
 
 class MetricsWriter:
-    def __init__(self, settings: MetricsSettings, start_time: float, console: Console, env_steps: int = 0,
-                 counters: Optional[dict] = None, on_row: Callable[[str, dict], None] = lambda kind, row: None):
+    def __init__(
+        self,
+        settings: MetricsSettings,
+        start_time: float,
+        console: Console,
+        env_steps: int = 0,
+        counters: Optional[dict] = None,
+        on_row: Callable[[str, dict], None] = lambda kind, row: None,
+    ):
         """`start_time`: the time.monotonic() wall_seconds counts from. `env_steps` and `counters`: where a
         resumed run counts on from. `on_row(kind, row)`: after each row is written, "metrics" (of metrics.csv)
         or "evaluation" (of eval.csv: evaluations and confirmations), as a dict of the CSV's columns."""
@@ -134,8 +171,21 @@ class MetricsWriter:
         self.nonfinite_updates = counters.get("nonfinite_updates", 0)
         self.nonfinite_in_a_row = 0
         self.recent_returns: deque = deque(maxlen=100)
-        self._pending: dict[str, list] = {k: [] for k in ("returns", "lengths", "policy", "value", "entropy",
-                                                           "grad_norm", "rollout", "update", "lag", "replayed")}
+        self._pending: dict[str, list] = {
+            k: []
+            for k in (
+                "returns",
+                "lengths",
+                "policy",
+                "value",
+                "entropy",
+                "grad_norm",
+                "rollout",
+                "update",
+                "lag",
+                "replayed",
+            )
+        }
         self._next_row_at = (env_steps // self.settings.log_interval + 1) * self.settings.log_interval
         now = time.monotonic()
         self._last_row = (env_steps, now)
@@ -147,9 +197,14 @@ class MetricsWriter:
 
     def counters(self) -> dict:
         """What a checkpoint keeps so that a resumed run counts on."""
-        return {"updates": self.updates, "replay_updates": self.replay_updates, "episodes": self.episodes,
-                "best_eval": self.best_eval, "nonfinite_updates": self.nonfinite_updates,
-                "wall_seconds": self.elapsed()}
+        return {
+            "updates": self.updates,
+            "replay_updates": self.replay_updates,
+            "episodes": self.episodes,
+            "best_eval": self.best_eval,
+            "nonfinite_updates": self.nonfinite_updates,
+            "wall_seconds": self.elapsed(),
+        }
 
     @property
     def diverged(self) -> bool:
@@ -201,16 +256,23 @@ class MetricsWriter:
         steps0, time0 = self._last_row
         pending = self._pending
         row = {
-            "env_steps": self.env_steps, "wall_seconds": self.elapsed(now), "updates": self.updates,
-            "episodes": self.episodes, "mean_return": mean_or_nan(pending["returns"]),
-            "mean_length": mean_or_nan(pending["lengths"]), "policy_loss": mean_or_nan(pending["policy"]),
-            "value_loss": mean_or_nan(pending["value"]), "entropy": mean_or_nan(pending["entropy"]),
-            "grad_norm": mean_or_nan(pending["grad_norm"]), "lr": self.settings.lr_at(self.env_steps),
+            "env_steps": self.env_steps,
+            "wall_seconds": self.elapsed(now),
+            "updates": self.updates,
+            "episodes": self.episodes,
+            "mean_return": mean_or_nan(pending["returns"]),
+            "mean_length": mean_or_nan(pending["lengths"]),
+            "policy_loss": mean_or_nan(pending["policy"]),
+            "value_loss": mean_or_nan(pending["value"]),
+            "entropy": mean_or_nan(pending["entropy"]),
+            "grad_norm": mean_or_nan(pending["grad_norm"]),
+            "lr": self.settings.lr_at(self.env_steps),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
             "replay_updates": self.replay_updates,
             "updates_per_second": pending["replayed"].count(False) / max(now - time0, 1e-9),
             "replay_updates_per_second": pending["replayed"].count(True) / max(now - time0, 1e-9),
-            "rollout_ms": mean_or_nan(pending["rollout"]), "update_ms": mean_or_nan(pending["update"]),
+            "rollout_ms": mean_or_nan(pending["rollout"]),
+            "update_ms": mean_or_nan(pending["update"]),
             "policy_lag": mean_or_nan(pending["lag"]),
         }
         self.train_log.write(row)
@@ -223,9 +285,16 @@ class MetricsWriter:
     def _on_eval(self, evaluation: Evaluation) -> None:
         returns = evaluation.returns
         mean = statistics.fmean(returns)
-        row = {"env_steps": evaluation.env_steps, "wall_seconds": evaluation.wall_seconds, "mean_return": mean,
-               "std_return": statistics.pstdev(returns), "min_return": min(returns),
-               "max_return": max(returns), "episodes": len(returns), "confirmation": int(evaluation.confirmation)}
+        row = {
+            "env_steps": evaluation.env_steps,
+            "wall_seconds": evaluation.wall_seconds,
+            "mean_return": mean,
+            "std_return": statistics.pstdev(returns),
+            "min_return": min(returns),
+            "max_return": max(returns),
+            "episodes": len(returns),
+            "confirmation": int(evaluation.confirmation),
+        }
         self.eval_log.write(row)
         if evaluation.confirmation:
             self._on_confirmation(evaluation, mean)
@@ -242,9 +311,11 @@ class MetricsWriter:
         if self.solved_at is None and (self.confirmed is None or evaluation.solved or mean > self.confirmed[0]):
             self.confirmed = (mean, episodes)
         self._tensorboard("confirmation", {"env_steps": evaluation.env_steps, "mean_return": mean})
-        self.console.message(f"confirmation of the evaluation at {evaluation.env_steps:,} env steps: mean "
-                             f"{mean:.1f} over {episodes} new episodes: "
-                             + ("solved" if evaluation.solved else "below the target, training on"))
+        self.console.message(
+            f"confirmation of the evaluation at {evaluation.env_steps:,} env steps: mean "
+            f"{mean:.1f} over {episodes} new episodes: "
+            + ("solved" if evaluation.solved else "below the target, training on")
+        )
 
     def _tensorboard(self, group: str, row: dict) -> None:
         if self.tb_dir is None:
@@ -253,9 +324,13 @@ class MetricsWriter:
             from a3c.run.tensorboard_events import (
                 EventFile,  # 80 ms of imports: only when used
             )
+
             self._tb = EventFile(self.tb_dir)
-        scalars = {f"{group}/{key}": value for key, value in row.items()
-                   if key != "env_steps" and not (isinstance(value, float) and math.isnan(value))}
+        scalars = {
+            f"{group}/{key}": value
+            for key, value in row.items()
+            if key != "env_steps" and not (isinstance(value, float) and math.isnan(value))
+        }
         self._tb.write_scalars(row["env_steps"], scalars)
 
     def maybe_print(self) -> None:
@@ -270,23 +345,32 @@ class MetricsWriter:
         recent = f"{mean_or_nan(self.recent_returns):.1f}" if self.recent_returns else "-"
         last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
         bar = progress_bar(self.env_steps / self.settings.max_steps) + " " if self.console.live else ""
-        self.console.progress(f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
-                              f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}")
+        self.console.progress(
+            f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
+            f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}"
+        )
         self._last_print = (self.env_steps, now)
 
     def summary(self, env_id: str, env_steps: int, target_return: Optional[float], stop_reason: str) -> dict:
         wall = self.elapsed()
         solved_steps, solved_wall = self.solved_at if self.solved_at else (None, None)
         return {
-            "env": env_id, "env_steps": env_steps, "wall_seconds": round(wall, 3),
-            "steps_per_second": round(env_steps / max(wall, 1e-9), 1), "updates": self.updates,
-            "episodes": self.episodes, "best_eval_return": self.best_eval, "last_eval_return": self.last_eval,
-            "target_return": target_return, "solved": self.solved_at is not None,
+            "env": env_id,
+            "env_steps": env_steps,
+            "wall_seconds": round(wall, 3),
+            "steps_per_second": round(env_steps / max(wall, 1e-9), 1),
+            "updates": self.updates,
+            "episodes": self.episodes,
+            "best_eval_return": self.best_eval,
+            "last_eval_return": self.last_eval,
+            "target_return": target_return,
+            "solved": self.solved_at is not None,
             "confirmed_return": None if self.confirmed is None else round(self.confirmed[0], 6),
             "confirmed_episodes": None if self.confirmed is None else self.confirmed[1],
             "solved_env_steps": solved_steps,
             "solved_wall_seconds": None if solved_wall is None else round(solved_wall, 3),
-            "nonfinite_updates": self.nonfinite_updates, "stop_reason": stop_reason,
+            "nonfinite_updates": self.nonfinite_updates,
+            "stop_reason": stop_reason,
         }
 
     def close(self) -> None:

@@ -53,8 +53,9 @@ class Phases:
     def report(self) -> dict:
         """Seconds since launch of each milestone (None if the run never got there), and from the stop
         to now."""
-        since_launch = {name: round(self.times[name] - self.launched_at, 3) if name in self.times else None
-                        for name in MILESTONES}
+        since_launch = {
+            name: round(self.times[name] - self.launched_at, 3) if name in self.times else None for name in MILESTONES
+        }
         stopped = self.times.get("stopped")
         return {**since_launch, "stop_to_exit": None if stopped is None else round(time.monotonic() - stopped, 3)}
 
@@ -62,5 +63,8 @@ class Phases:
 def format_phases(phases: dict) -> str:
     def seconds(name: str) -> str:
         return "-" if phases[name] is None else f"{phases[name]:.1f} s"
-    return (f"from launch: first env step {seconds('first_env_step')}, first update {seconds('first_update')}, "
-            f"first eval {seconds('first_evaluation')}; stop to exit {seconds('stop_to_exit')}")
+
+    return (
+        f"from launch: first env step {seconds('first_env_step')}, first update {seconds('first_update')}, "
+        f"first eval {seconds('first_evaluation')}; stop to exit {seconds('stop_to_exit')}"
+    )

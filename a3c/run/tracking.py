@@ -70,8 +70,13 @@ def require_tracker(kind: str) -> None:
 
 def start_process(kind: str) -> subprocess.Popen:
     """The tracking process, importing its library; until it is told the run dir, its output is dropped."""
-    return subprocess.Popen([sys.executable, "-c", CHILD_CODE, PACKAGE_ROOT, kind], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD_CODE, PACKAGE_ROOT, kind],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def prestart(kind: str) -> None:
@@ -131,8 +136,10 @@ class Tracker(Callback):
         try:
             return self.process.wait(timeout=END_WAIT_NOTICE_SECONDS)
         except subprocess.TimeoutExpired:
-            self.console.message(f"waiting for {self.kind} to log the end of the run (Ctrl-C leaves it to "
-                                 f"finish alone; its log: {self.log_file})")
+            self.console.message(
+                f"waiting for {self.kind} to log the end of the run (Ctrl-C leaves it to "
+                f"finish alone; its log: {self.log_file})"
+            )
         try:
             return self.process.wait()
         except KeyboardInterrupt:
@@ -158,8 +165,11 @@ def last_line(path: Path) -> str:
 def metric_values(row: dict) -> dict[str, float]:
     """A row's measurements: its numbers but env_steps (the step) and the confirmation flag (the group);
     NaN, where no episode finished since the last row, is no measurement (tb/ leaves it out too)."""
-    return {key: float(value) for key, value in row.items()
-            if key not in ("env_steps", "confirmation") and not math.isnan(value)}
+    return {
+        key: float(value)
+        for key, value in row.items()
+        if key not in ("env_steps", "confirmation") and not math.isnan(value)
+    }
 
 
 def outputs(run_dir: Path) -> list[Path]:
@@ -175,12 +185,14 @@ class MlflowRun:
         """The imports (1.2 s of CPU, and 0.7 s more for a database store), while the trainer imports torch;
         the store is opened once the run starts, so that a run refused meanwhile leaves no ./mlflow.db."""
         import mlflow
+
         if mlflow_database():
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
         self.mlflow = mlflow
 
     def start(self, run_dir: Path, config: dict) -> None:
         from mlflow.entities import Param
+
         self.client = self.mlflow.MlflowClient()
         name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or PROJECT
         self.run_id = self.client.create_run(experiment_id(self.client, name), run_name=run_dir.name).info.run_id
@@ -189,17 +201,20 @@ class MlflowRun:
 
     def log(self, group: str, step: int, values: dict[str, float]) -> None:
         from mlflow.entities import Metric
+
         now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, metrics=[Metric(f"{group}/{key}", value, now, step)
-                                                    for key, value in values.items()])
+        self.client.log_batch(
+            self.run_id, metrics=[Metric(f"{group}/{key}", value, now, step) for key, value in values.items()]
+        )
 
     def finish(self, run_dir: Path, files: list[Path], exit_code: int) -> None:
         for path in files:
             folder = path.parent.relative_to(run_dir).as_posix()
             self.client.log_artifact(self.run_id, str(path), None if folder == "." else folder)
         # a signal's exit code (Ctrl-C: 130, SIGTERM: 143) is a run stopped from outside
-        self.client.set_terminated(self.run_id, "FINISHED" if exit_code == 0 else
-                                   "KILLED" if exit_code > 128 else "FAILED")
+        self.client.set_terminated(
+            self.run_id, "FINISHED" if exit_code == 0 else "KILLED" if exit_code > 128 else "FAILED"
+        )
 
 
 def experiment_id(client, name: str) -> str:
@@ -207,6 +222,7 @@ def experiment_id(client, name: str) -> str:
     if experiment is not None:
         return experiment.experiment_id
     from mlflow.exceptions import MlflowException
+
     try:
         return client.create_experiment(name)
     except MlflowException:  # another run created it meanwhile
@@ -220,12 +236,17 @@ class WandbRun:
     def __init__(self):
         """The import, and W&B's service process started (0.2 s), while the trainer imports torch."""
         import wandb
+
         wandb.setup()
         self.wandb = wandb
 
     def start(self, run_dir: Path, config: dict) -> None:
-        self.run = self.wandb.init(project=os.environ.get("WANDB_PROJECT") or PROJECT, name=run_dir.name,
-                                   config=config, dir=None if os.environ.get("WANDB_DIR") else run_dir)
+        self.run = self.wandb.init(
+            project=os.environ.get("WANDB_PROJECT") or PROJECT,
+            name=run_dir.name,
+            config=config,
+            dir=None if os.environ.get("WANDB_DIR") else run_dir,
+        )
         for group in GROUPS:  # each group against its own env steps: an evaluation's may be older than the last row's
             self.run.define_metric(f"{group}/env_steps")
             self.run.define_metric(f"{group}/*", step_metric=f"{group}/env_steps")
@@ -286,4 +307,3 @@ def main(argv: list[str]) -> None:
         traceback.print_exc()
         print(f"{type(error).__name__}: {first_line(error)}", file=sys.stderr, flush=True)
         os._exit(1)  # at once: the libraries' exit handlers would print after the line the trainer reports
-

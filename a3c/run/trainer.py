@@ -45,9 +45,18 @@ from a3c.run.metrics import MetricsSettings, MetricsWriter, drop_rows_after
 from a3c.run.phases import Phases, format_phases
 from a3c.run.tracking import Tracker, require_tracker
 
-EXIT_CODES = {"interrupted": 130, "terminated": 143, "worker_failed": 1, "evaluator_failed": 1, "diverged": 1,
-              "global_model_failed": 1, "node_group_failed": 1, "node_group_unplaced": 1, "write_failed": 1,
-              "callback_failed": 1}
+EXIT_CODES = {
+    "interrupted": 130,
+    "terminated": 143,
+    "worker_failed": 1,
+    "evaluator_failed": 1,
+    "diverged": 1,
+    "global_model_failed": 1,
+    "node_group_failed": 1,
+    "node_group_unplaced": 1,
+    "write_failed": 1,
+    "callback_failed": 1,
+}
 
 
 @dataclass
@@ -74,8 +83,10 @@ def prepare_run_dir(path: str) -> Path:
     """Create an empty run dir; refuse one that holds anything, so no earlier run is overwritten."""
     run_dir = Path(path)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-        raise ConfigError(f"--run-dir {run_dir} already exists and is not empty; "
-                          f"choose another or continue it with --resume {run_dir}")
+        raise ConfigError(
+            f"--run-dir {run_dir} already exists and is not empty; "
+            f"choose another or continue it with --resume {run_dir}"
+        )
     try:
         (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -95,8 +106,9 @@ def new_run(config: Config) -> RunSetup:
     require_tracker(config.track)
     ray_cluster = connect_backend(config)
     run_dir = prepare_run_dir(config.run_dir)
-    return RunSetup(config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster,
-                    warnings=tuple(warnings))
+    return RunSetup(
+        config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster, warnings=tuple(warnings)
+    )
 
 
 def check_video(config: Config) -> None:
@@ -104,6 +116,7 @@ def check_video(config: Config) -> None:
         from a3c.tools.video import (
             check_renders,  # imageio and a rendering env: only when asked for
         )
+
         check_renders(config.env)
 
 
@@ -132,8 +145,10 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     saved = Config.from_dict(payload["config"])
     config = config_for_resume(saved, overrides).replace(run_dir=str(run_dir))
     if payload["env_steps"] >= config.max_steps:
-        raise ConfigError(f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
-                          f"{config.max_steps:,}; give a larger --max-steps to train on")
+        raise ConfigError(
+            f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
+            f"{config.max_steps:,}; give a larger --max-steps to train on"
+        )
     spec = env_spec(config.env)
     check_spaces(payload, spec, config.env)
     warnings = check_machine(config, spec, run_dir)
@@ -148,8 +163,17 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     ray_cluster = connect_backend(config)
     for name in ("metrics.csv", "eval.csv"):
         drop_rows_after(run_dir / name, payload["env_steps"])
-    return RunSetup(config, run_dir, lock, model, optimizer, payload["env_steps"], payload.get("counters"), ray_cluster,
-                    tuple(warnings))
+    return RunSetup(
+        config,
+        run_dir,
+        lock,
+        model,
+        optimizer,
+        payload["env_steps"],
+        payload.get("counters"),
+        ray_cluster,
+        tuple(warnings),
+    )
 
 
 class Interrupts:
@@ -188,8 +212,12 @@ class Interrupts:
 
 def save_last_checkpoint(path: Path, setup: RunSetup, env_steps: int, writer: MetricsWriter) -> None:
     """What a resumed run needs: the weights, the optimizer state and the counters."""
-    save_checkpoint(path, checkpoint_payload(setup.config, setup.model, env_steps,
-                                             optimizer=setup.optimizer.state_dict(), counters=writer.counters()))
+    save_checkpoint(
+        path,
+        checkpoint_payload(
+            setup.config, setup.model, env_steps, optimizer=setup.optimizer.state_dict(), counters=writer.counters()
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -198,8 +226,14 @@ class TrainResult:
     run_dir: Path
 
 
-def train(config: Config, print_fn=print, resume: Optional[str] = None, overrides: Optional[dict] = None,
-          launched_at: Optional[float] = None, callbacks: Sequence = ()) -> TrainResult:
+def train(
+    config: Config,
+    print_fn=print,
+    resume: Optional[str] = None,
+    overrides: Optional[dict] = None,
+    launched_at: Optional[float] = None,
+    callbacks: Sequence = (),
+) -> TrainResult:
     """Run one training job to its end (or continue the one at `resume`).
 
     `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
@@ -218,8 +252,9 @@ def train(config: Config, print_fn=print, resume: Optional[str] = None, override
         torch.set_num_threads(threads)
 
 
-def run(config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases,
-        callbacks: Sequence) -> TrainResult:
+def run(
+    config: Config, print_fn, resume: Optional[str], overrides: Optional[dict], phases: Phases, callbacks: Sequence
+) -> TrainResult:
     setup = resumed_run(resume, overrides or {}) if resume else new_run(config)
     try:
         return run_to_the_end(setup, print_fn, resume is not None, phases, callbacks)
@@ -254,8 +289,9 @@ class RunParts:
             self.disk.write(self.writer.handle, message)
 
     def save_checkpoint(self, env_steps: int) -> None:
-        self.disk.write(save_last_checkpoint, self.setup.run_dir / "checkpoints" / "last.pt", self.setup, env_steps,
-                        self.writer)
+        self.disk.write(
+            save_last_checkpoint, self.setup.run_dir / "checkpoints" / "last.pt", self.setup, env_steps, self.writer
+        )
 
 
 def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_callbacks: Sequence) -> RunParts:
@@ -267,21 +303,35 @@ def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_cal
     start_time = time.monotonic() - (setup.counters or {}).get("wall_seconds", 0.0)
 
     ctx = mp.get_context(start_method(config))
-    shared = Shared(setup.model, setup.optimizer, StepCounter(ctx, config.num_processes, setup.env_steps),
-                    ctx.Event(), worker_turns(ctx, config), Heartbeats(ctx, config.num_processes))
+    shared = Shared(
+        setup.model,
+        setup.optimizer,
+        StepCounter(ctx, config.num_processes, setup.env_steps),
+        ctx.Event(),
+        worker_turns(ctx, config),
+        Heartbeats(ctx, config.num_processes),
+    )
     console = Console(print_fn)
     tracking = [Tracker(config.track, console, EXIT_CODES)] if config.track != "none" else []
     callbacks = Callbacks([*user_callbacks, *tracking], console)  # the tracker last: its on_end waits for its process
     callbacks.call("on_start", config, run_dir)
-    settings = MetricsSettings(run_dir, config.log_interval, config.print_interval, config.max_steps,
-                               lambda steps: current_lr(config, steps), config.tensorboard)
+    settings = MetricsSettings(
+        run_dir,
+        config.log_interval,
+        config.print_interval,
+        config.max_steps,
+        lambda steps: current_lr(config, steps),
+        config.tensorboard,
+    )
     writer = MetricsWriter(settings, start_time, console, setup.env_steps, setup.counters, on_row=callbacks.row)
     backend = make_backend(setup.ray_cluster, ctx, config, shared, run_dir, start_time, writer.best_eval, console)
     parts = RunParts(setup, phases, shared, console, callbacks, writer, backend, Disk(console, run_dir))
     for warning in setup.warnings:
         console.message(f"warning: {warning}", error=True)
-    console.message(f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
-                    f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}")
+    console.message(
+        f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
+        f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}"
+    )
     return parts
 
 
@@ -303,8 +353,10 @@ def drive(parts: RunParts) -> str:
             stop_reason = reason_to_stop(parts, interrupts)
         parts.phases.mark("stopped")
         if stop_reason in ("interrupted", "terminated"):
-            parts.console.message("stopping: finishing the current updates and writing the checkpoint "
-                                  "(press Ctrl-C again to quit at once)")
+            parts.console.message(
+                "stopping: finishing the current updates and writing the checkpoint "
+                "(press Ctrl-C again to quit at once)"
+            )
         parts.backend.stop(parts.handle)
     return stop_reason
 
@@ -318,8 +370,11 @@ def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
     if parts.callbacks.stop_reason is not None:
         return parts.callbacks.stop_reason
     if parts.writer.diverged:
-        parts.console.message(f"{parts.writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
-                              "gradient; none was applied; stopping (try a lower --lr)", error=True)
+        parts.console.message(
+            f"{parts.writer.nonfinite_in_a_row} updates in a row had a NaN or infinite loss or "
+            "gradient; none was applied; stopping (try a lower --lr)",
+            error=True,
+        )
         return "diverged"
     if parts.shared.stop.is_set():
         return "max_steps"
@@ -339,8 +394,11 @@ def close_run(parts: RunParts, stop_reason: str) -> TrainResult:
     if disk.failed:
         stop_reason = "write_failed"
     config = parts.setup.config
-    summary = {**writer.summary(config.env, env_steps, config.target_return, stop_reason), **parts.backend.report(),
-               "phases": parts.phases.report()}
+    summary = {
+        **writer.summary(config.env, env_steps, config.target_return, stop_reason),
+        **parts.backend.report(),
+        "phases": parts.phases.report(),
+    }
     disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
     parts.console.message(format_summary(summary))
@@ -373,17 +431,26 @@ class Disk:
     def failed_with(self, error: str) -> None:
         """A write failed, here or in the evaluator: the first is said, the run stops."""
         if not self.failed:
-            self.console.message(f"{error}; stopping (make room, then continue with --resume {self.run_dir})",
-                                 error=True)
+            self.console.message(
+                f"{error}; stopping (make room, then continue with --resume {self.run_dir})", error=True
+            )
         self.failed = True
 
 
 def format_summary(summary: dict) -> str:
-    confirmed = (f" (confirmed: {summary['confirmed_return']:.1f} over {summary['confirmed_episodes']} new episodes)"
-                 if summary["solved"] and summary["confirmed_episodes"] else "")
-    solved = (f"solved at {summary['solved_env_steps']:,} env steps, {summary['solved_wall_seconds']:.1f} s{confirmed}"
-              if summary["solved"] else "not solved")
+    confirmed = (
+        f" (confirmed: {summary['confirmed_return']:.1f} over {summary['confirmed_episodes']} new episodes)"
+        if summary["solved"] and summary["confirmed_episodes"]
+        else ""
+    )
+    solved = (
+        f"solved at {summary['solved_env_steps']:,} env steps, {summary['solved_wall_seconds']:.1f} s{confirmed}"
+        if summary["solved"]
+        else "not solved"
+    )
     best = summary["best_eval_return"]
-    return (f"done ({summary['stop_reason']}): {summary['env_steps']:,} env steps in "
-            f"{summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s); "
-            f"best eval {'-' if best is None else f'{best:.1f}'}; {solved}; {format_phases(summary['phases'])}")
+    return (
+        f"done ({summary['stop_reason']}): {summary['env_steps']:,} env steps in "
+        f"{summary['wall_seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s); "
+        f"best eval {'-' if best is None else f'{best:.1f}'}; {solved}; {format_phases(summary['phases'])}"
+    )

@@ -19,13 +19,16 @@ from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 GATE_SATURATION = 3.0  # |pre-activation| past this: sigmoid' < 0.05, tanh' < 0.01
 HIDDEN_SATURATION = 0.95
 NOISE_DRAWS = 8
-COLUMNS = ["gate_saturation", "cell_abs_mean", "hidden_saturation", "feature_rms", "logit_spread",
-           "logit_noise_ratio"]
+COLUMNS = ["gate_saturation", "cell_abs_mean", "hidden_saturation", "feature_rms", "logit_spread", "logit_noise_ratio"]
 
 
 @torch.no_grad()
-def network_diagnostics(model: ActorCritic, observations: torch.Tensor, restarts: torch.Tensor | None = None,
-                        generator: torch.Generator | None = None) -> dict[str, float]:
+def network_diagnostics(
+    model: ActorCritic,
+    observations: torch.Tensor,
+    restarts: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> dict[str, float]:
     """Scale and saturation of `model` over a sequence of raw observation batches [T, B, *obs_shape].
 
     `restarts` [T, B] (True where an episode begins at that step) zero the recurrent state, as
@@ -42,15 +45,19 @@ def network_diagnostics(model: ActorCritic, observations: torch.Tensor, restarts
     inputs = model.normalize(observations.reshape(steps * batch, *observations.shape[2:]))
     encoded = model.encoder(inputs).reshape(steps, batch, -1)
     if model.lstm is None:
-        features, lstm = encoded, {name: math.nan for name in COLUMNS[:3]}
+        features, lstm = encoded, dict.fromkeys(COLUMNS[:3], math.nan)
     else:
         features, lstm = unrolled_lstm(model.lstm, encoded, restarts)
-    return {**lstm, "feature_rms": features.pow(2).mean().sqrt().item(),
-            **logit_noise(model.policy, features.reshape(steps * batch, -1), generator)}
+    return {
+        **lstm,
+        "feature_rms": features.pow(2).mean().sqrt().item(),
+        **logit_noise(model.policy, features.reshape(steps * batch, -1), generator),
+    }
 
 
-def unrolled_lstm(lstm: torch.nn.LSTM, inputs: torch.Tensor, restarts: torch.Tensor | None
-                  ) -> tuple[torch.Tensor, dict[str, float]]:
+def unrolled_lstm(
+    lstm: torch.nn.LSTM, inputs: torch.Tensor, restarts: torch.Tensor | None
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The LSTM run step by step over inputs [T, B, H] from a zero state, its gates measured."""
     steps, batch, _ = inputs.shape
     hidden = cell = torch.zeros(batch, lstm.hidden_size)
@@ -60,8 +67,7 @@ def unrolled_lstm(lstm: torch.nn.LSTM, inputs: torch.Tensor, restarts: torch.Ten
         if restarts is not None:
             keep = (~restarts[t]).unsqueeze(1).float()
             hidden, cell = hidden * keep, cell * keep
-        gates = (inputs[t] @ lstm.weight_ih_l0.T + lstm.bias_ih_l0 + hidden @ lstm.weight_hh_l0.T
-                 + lstm.bias_hh_l0)
+        gates = inputs[t] @ lstm.weight_ih_l0.T + lstm.bias_ih_l0 + hidden @ lstm.weight_hh_l0.T + lstm.bias_hh_l0
         saturated += (gates.abs() > GATE_SATURATION).float().mean().item()
         in_gate, forget, candidate, out_gate = gates.chunk(4, dim=1)
         cell = torch.sigmoid(forget) * cell + torch.sigmoid(in_gate) * torch.tanh(candidate)
@@ -69,12 +75,14 @@ def unrolled_lstm(lstm: torch.nn.LSTM, inputs: torch.Tensor, restarts: torch.Ten
         cell_abs += cell.abs().mean().item()
         hidden_saturated += (hidden.abs() > HIDDEN_SATURATION).float().mean().item()
         outputs.append(hidden)
-    return torch.stack(outputs), {"gate_saturation": saturated / steps, "cell_abs_mean": cell_abs / steps,
-                                  "hidden_saturation": hidden_saturated / steps}
+    return torch.stack(outputs), {
+        "gate_saturation": saturated / steps,
+        "cell_abs_mean": cell_abs / steps,
+        "hidden_saturation": hidden_saturated / steps,
+    }
 
 
-def logit_noise(head: torch.nn.Module, features: torch.Tensor, generator: torch.Generator | None
-                ) -> dict[str, float]:
+def logit_noise(head: torch.nn.Module, features: torch.Tensor, generator: torch.Generator | None) -> dict[str, float]:
     """The policy head's spread over the batch at its mean weights, and its NoisyNet noise against it."""
     head = copy.deepcopy(head)  # its own noise buffers: the caller's draw stays as it was
     head.eval()

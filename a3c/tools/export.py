@@ -94,17 +94,34 @@ def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path)
     state_in, state_out = state_names(model, len(state))
     mask_in = [ACTION_MASK] if spec.action_mask is not None else []
     inputs, outputs = ["obs", *mask_in, *state_in], [*output_names(spec), *state_out]
-    example = (torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)),
-               *[torch.ones(1, spec.num_actions, dtype=torch.bool) for _ in mask_in], *state)
+    example = (
+        torch.from_numpy(np.zeros((1, *spec.obs_shape), dtype=spec.obs_dtype)),
+        *[torch.ones(1, spec.num_actions, dtype=torch.bool) for _ in mask_in],
+        *state,
+    )
     with torch.no_grad():
-        torch.onnx.export(policy, example, str(path), input_names=inputs, output_names=outputs,
-                          dynamic_axes={name: {0: "batch"} for name in inputs + outputs}, opset_version=OPSET,
-                          dynamo=False)
-    metadata = {"a3c_version": __version__, "env": config.env, "opset": str(OPSET),
-                "observation_space": str(spec.observation_space), "action_space": str(spec.action_space),
-                "recurrent": str(bool(state)).lower(), "action_mask": str(spec.action_mask).lower(),
-                "observation_parts": ", ".join(spec.record()["observation_parts"] or ["none"]),
-                "inputs": ", ".join(inputs), "outputs": ", ".join(outputs)}
+        torch.onnx.export(
+            policy,
+            example,
+            str(path),
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes={name: {0: "batch"} for name in inputs + outputs},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    metadata = {
+        "a3c_version": __version__,
+        "env": config.env,
+        "opset": str(OPSET),
+        "observation_space": str(spec.observation_space),
+        "action_space": str(spec.action_space),
+        "recurrent": str(bool(state)).lower(),
+        "action_mask": str(spec.action_mask).lower(),
+        "observation_parts": ", ".join(spec.record()["observation_parts"] or ["none"]),
+        "inputs": ", ".join(inputs),
+        "outputs": ", ".join(outputs),
+    }
     graph = onnx.load(str(path))
     onnx.helper.set_model_props(graph, metadata)
     onnx.save(graph, str(path))

@@ -92,7 +92,8 @@ def read_curves(run_dir: str | Path) -> Curves:
     evals = run_dir / "eval.csv"
     if evals.is_file():
         for steps, seconds, ret, std, confirmation in _read_rows(
-                evals, ["env_steps", "wall_seconds", "mean_return", "std_return"], optional=("confirmation",)):
+            evals, ["env_steps", "wall_seconds", "mean_return", "std_return"], optional=("confirmation",)
+        ):
             if not math.isnan(ret) and not confirmation:  # a confirmation repeats its evaluation's point
                 curves.eval_steps.append(steps)
                 curves.eval_seconds.append(seconds)
@@ -116,16 +117,29 @@ def draw_figure(runs: list[Curves]):
     by_steps, by_seconds = fig.subplots(1, 2, sharey=True)
     for i, run in enumerate(runs):
         color = f"C{i % 10}"
-        for ax, train_x, eval_x in ((by_steps, run.train_steps, run.eval_steps),
-                                    (by_seconds, run.train_seconds, run.eval_seconds)):
-            ax.plot(train_x, run.train_return, color=color, linewidth=0.8, alpha=0.6,
-                    label=f"{run.label} train")
+        for ax, train_x, eval_x in (
+            (by_steps, run.train_steps, run.eval_steps),
+            (by_seconds, run.train_seconds, run.eval_seconds),
+        ):
+            ax.plot(train_x, run.train_return, color=color, linewidth=0.8, alpha=0.6, label=f"{run.label} train")
             if run.eval_return:
-                ax.plot(eval_x, run.eval_return, color=color, linewidth=2.0, marker="o",
-                        markersize=3.5, label=f"{run.label} eval")
-                ax.fill_between(eval_x, [m - s for m, s in zip(run.eval_return, run.eval_std)],
-                                [m + s for m, s in zip(run.eval_return, run.eval_std)],
-                                color=color, alpha=0.15, linewidth=0)
+                ax.plot(
+                    eval_x,
+                    run.eval_return,
+                    color=color,
+                    linewidth=2.0,
+                    marker="o",
+                    markersize=3.5,
+                    label=f"{run.label} eval",
+                )
+                ax.fill_between(
+                    eval_x,
+                    [m - s for m, s in zip(run.eval_return, run.eval_std)],
+                    [m + s for m, s in zip(run.eval_return, run.eval_std)],
+                    color=color,
+                    alpha=0.15,
+                    linewidth=0,
+                )
     by_steps.set_xlabel("env steps")
     by_seconds.set_xlabel("wall-clock seconds")
     by_steps.set_ylabel("return")

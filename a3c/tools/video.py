@@ -73,6 +73,7 @@ class GifWriter:
 
     def append_data(self, frame: np.ndarray) -> None:
         from PIL import Image  # a dependency of imageio
+
         # paletted now, as Pillow would on saving: a third of an RGB frame's memory
         self.frames.append(Image.fromarray(frame).convert("P", palette=Image.Palette.ADAPTIVE))
 
@@ -80,8 +81,7 @@ class GifWriter:
         if not self.frames:  # nothing filmed (the first frame failed to render): Pillow cannot save none
             return
         first, *rest = self.frames
-        first.save(self.path, save_all=True, append_images=rest,
-                   duration=gif_durations(len(self.frames), self.fps))
+        first.save(self.path, save_all=True, append_images=rest, duration=gif_durations(len(self.frames), self.fps))
 
 
 def video_writer(path: str | Path):
@@ -102,8 +102,9 @@ def check_renders(env_id: str) -> None:
         env.close()
 
 
-def record_episodes(agent: Agent, env_id: str, episodes: int, seed: int, path: str | Path,
-                    max_steps: Optional[int] = None) -> tuple[list[float], int]:
+def record_episodes(
+    agent: Agent, env_id: str, episodes: int, seed: int, path: str | Path, max_steps: Optional[int] = None
+) -> tuple[list[float], int]:
     """Play greedy episodes one after another (episode k reset with seed + k) and film them into `path`:
     one frame per step, the frame the agent acted on. Stops after `max_steps` steps in all, if given.
     Returns the episodes' returns (of those finished) and the frames written."""
@@ -120,7 +121,9 @@ def record_episodes(agent: Agent, env_id: str, episodes: int, seed: int, path: s
                 writer.append_data(rendered_frame(env, env_id))
                 frames += 1
                 mask = info.get(ACTION_MASK)
-                action, state = agent.act(obs[None], state, action_mask=None if mask is None else np.asarray(mask)[None])
+                action, state = agent.act(
+                    obs[None], state, action_mask=None if mask is None else np.asarray(mask)[None]
+                )
                 obs, reward, terminated, truncated, info = env.step(action[0])
                 total += float(reward)
                 done = terminated or truncated

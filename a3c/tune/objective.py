@@ -24,8 +24,13 @@ from a3c.tune.study import Study
 REPORTS_PER_SEED = 20  # the pruner sees each seed's partial area at every 5% of its budget
 
 
-def learning_area(evaluations: list[tuple[int, float]], until: int, budget: int, target: Optional[float],
-                  solved_at: Optional[int] = None) -> float:
+def learning_area(
+    evaluations: list[tuple[int, float]],
+    until: int,
+    budget: int,
+    target: Optional[float],
+    solved_at: Optional[int] = None,
+) -> float:
     """The integral from 0 to `until` env steps of the greedy return, over `budget` env steps.
 
     `evaluations`: (env steps, mean return) in order. Each mean holds until the next evaluation (the
@@ -75,8 +80,10 @@ class TrialReporter(Callback):
             self.reported += 1
             until = self.reported * self.budget // REPORTS_PER_SEED
             partial = learning_area(self.evaluations, until, self.budget, self.target, solved_at)
-            self.trial.report(mean_so_far(self.earlier + partial, self.budget, self.seed_index * self.budget + until),
-                              self.seed_index * REPORTS_PER_SEED + self.reported)
+            self.trial.report(
+                mean_so_far(self.earlier + partial, self.budget, self.seed_index * self.budget + until),
+                self.seed_index * REPORTS_PER_SEED + self.reported,
+            )
 
     def on_evaluation(self, row: dict) -> Optional[bool]:
         if row["confirmation"]:
@@ -101,6 +108,7 @@ def objective(study: Study, trial) -> float:
     import optuna
 
     from a3c.run.trainer import train
+
     settings = suggest(trial, load_space(study.space_file))
     started, env_steps, areas, solved = time.monotonic(), 0, [], []
     for index in range(study.seeds):

@@ -16,6 +16,7 @@ def run_trials(study: Study, job: int) -> bool:
     whether Ctrl-C ended it."""
     import optuna
     from optuna.trial import TrialState
+
     optuna_study = make_study(study, study.seed * 1000 + job)  # jobs sample apart
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -25,8 +26,11 @@ def run_trials(study: Study, job: int) -> bool:
     if len(optuna_study.get_trials(states=finished)) >= study.trials:
         return False
     try:
-        optuna_study.optimize(lambda trial: objective(study, trial), catch=(ConfigError,),  # a combination refused
-                              callbacks=[optuna.study.MaxTrialsCallback(study.trials, states=finished), progress])
+        optuna_study.optimize(
+            lambda trial: objective(study, trial),
+            catch=(ConfigError,),  # a combination refused
+            callbacks=[optuna.study.MaxTrialsCallback(study.trials, states=finished), progress],
+        )
     except (Interrupted, KeyboardInterrupt):
         return True  # the interrupted trial is marked failed; the finished ones stay in the storage
     return False
@@ -45,7 +49,8 @@ def tune(study: Study) -> tuple[dict, bool]:
         jobs = [context.Process(target=run_trials, args=(study, job)) for job in range(study.jobs)]
         for process in jobs:
             process.start()
-        interrupted = any([join_through_interrupts(process) for process in jobs])
+        # a list, not a generator: every job is joined, not only those before the first interrupted one
+        interrupted = any([join_through_interrupts(process) for process in jobs])  # noqa: C419
     return write_results(make_study(study, study.seed), study), interrupted
 
 

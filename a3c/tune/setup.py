@@ -19,21 +19,46 @@ def require_optuna() -> None:
         raise ConfigError("a3c tune needs Optuna: pip install -r requirements-tune.txt") from None
 
 
-def study_settings(env: str, trials: int, seeds: int, max_steps: Optional[int], space_file: Optional[str],
-                   use_preset: bool, jobs: int, num_processes: Optional[int], pruner: str, prune_startup: int,
-                   storage: Optional[str], study_name: Optional[str], seed: int, out: Optional[str]):
+def study_settings(
+    env: str,
+    trials: int,
+    seeds: int,
+    max_steps: Optional[int],
+    space_file: Optional[str],
+    use_preset: bool,
+    jobs: int,
+    num_processes: Optional[int],
+    pruner: str,
+    prune_startup: int,
+    storage: Optional[str],
+    study_name: Optional[str],
+    seed: int,
+    out: Optional[str],
+):
     from a3c.envs.make import env_spec
     from a3c.tune.study import Study, cores_per_job, make_study
+
     require_optuna()
     env_spec(env)  # an env that cannot be made is refused now, not in every trial
     load_space(space_file)
     base = preset_for(env) if use_preset else {}
     out = out or str(Path("tunes") / f"{env.replace('/', '-').replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}")
-    study = Study(env=env, trials=trials, seeds=seeds, max_steps=max_steps or base.get("max_steps", Config.max_steps),
-                  out=out, storage=storage or f"sqlite:///{Path(out).resolve() / 'study.db'}",
-                  study_name=study_name or f"a3c-{env}", space_file=space_file, use_preset=use_preset, jobs=jobs,
-                  num_processes=num_processes or cores_per_job(jobs), pruner=pruner,
-                  prune_startup=prune_startup, seed=seed)
+    study = Study(
+        env=env,
+        trials=trials,
+        seeds=seeds,
+        max_steps=max_steps or base.get("max_steps", Config.max_steps),
+        out=out,
+        storage=storage or f"sqlite:///{Path(out).resolve() / 'study.db'}",
+        study_name=study_name or f"a3c-{env}",
+        space_file=space_file,
+        use_preset=use_preset,
+        jobs=jobs,
+        num_processes=num_processes or cores_per_job(jobs),
+        pruner=pruner,
+        prune_startup=prune_startup,
+        seed=seed,
+    )
     if Path(out).exists() and not Path(out).is_dir():
         raise ConfigError(f"--out {out} is a file")
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -38,10 +38,28 @@ DEFAULT_SPACE: dict[str, dict] = {
 
 # Options a trial may not vary: the tuner sets them (env, seed, run dir, processes) or they are no
 # hyperparameter of the learning
-NOT_TUNABLE = ("env", "seed", "run_dir", "num_processes", "active_workers", "max_steps", "backend", "ray_address",
-               "nodes", "global_shards", "placement_timeout", "start_method", "print_interval", "log_interval",
-               "checkpoint_interval", "tensorboard", "track", "video_interval", "max_worker_restarts",
-               "worker_timeout")
+NOT_TUNABLE = (
+    "env",
+    "seed",
+    "run_dir",
+    "num_processes",
+    "active_workers",
+    "max_steps",
+    "backend",
+    "ray_address",
+    "nodes",
+    "global_shards",
+    "placement_timeout",
+    "start_method",
+    "print_interval",
+    "log_interval",
+    "checkpoint_interval",
+    "tensorboard",
+    "track",
+    "video_interval",
+    "max_worker_restarts",
+    "worker_timeout",
+)
 
 
 def as_choice(value):

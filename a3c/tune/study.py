@@ -16,6 +16,7 @@ WARMUP_REPORTS = 4  # no pruning before 20% of the first seed's budget: every ru
 @dataclass(frozen=True)
 class Study:
     """What a tuning study is: the env, the base settings, the space, the budget and where it writes."""
+
     env: str
     trials: int
     seeds: int
@@ -37,9 +38,18 @@ class Study:
         return dict(preset_for(self.env)) if self.use_preset else {}
 
     def trial_config(self, settings: dict, seed: int, run_dir: Path) -> Config:
-        return Config(**{**self.base, **settings, "env": self.env, "seed": seed, "run_dir": str(run_dir),
-                         "max_steps": self.max_steps, "num_processes": self.num_processes,
-                         "active_workers": min(cores_per_job(self.jobs), self.num_processes)})
+        return Config(
+            **{
+                **self.base,
+                **settings,
+                "env": self.env,
+                "seed": seed,
+                "run_dir": str(run_dir),
+                "max_steps": self.max_steps,
+                "num_processes": self.num_processes,
+                "active_workers": min(cores_per_job(self.jobs), self.num_processes),
+            }
+        )
 
 
 def cores_per_job(jobs: int) -> int:
@@ -50,12 +60,21 @@ def cores_per_job(jobs: int) -> int:
 def make_study(study: Study, sampler_seed: int):
     """The Optuna study in its storage, created or joined: maximising the learning area."""
     import optuna
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the tuner prints a line a trial itself
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=study.prune_startup, n_warmup_steps=WARMUP_REPORTS)
-              if study.pruner == "median" else optuna.pruners.NopPruner())
-    return optuna.create_study(storage=study.storage, study_name=study.study_name, direction="maximize",
-                               sampler=optuna.samplers.TPESampler(seed=sampler_seed), pruner=pruner,
-                               load_if_exists=True)
+    pruner = (
+        optuna.pruners.MedianPruner(n_startup_trials=study.prune_startup, n_warmup_steps=WARMUP_REPORTS)
+        if study.pruner == "median"
+        else optuna.pruners.NopPruner()
+    )
+    return optuna.create_study(
+        storage=study.storage,
+        study_name=study.study_name,
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=sampler_seed),
+        pruner=pruner,
+        load_if_exists=True,
+    )
 
 
 def solved_seeds(trial) -> Optional[int]:
@@ -71,5 +90,7 @@ def describe_trial(trial) -> str:
     value = "" if trial.value is None else f", {name} {trial.value:.2f}"
     solved = solved_seeds(trial)
     solves = "" if solved is None else f", solved {solved}/{len(attrs['solved_env_steps'])} seeds"
-    return (f"trial {trial.number}: {trial.state.name.lower()}{value}{solves}, {attrs.get('env_steps', 0):,} env steps, "
-            f"{attrs.get('seconds', 0):.1f} s")
+    return (
+        f"trial {trial.number}: {trial.state.name.lower()}{value}{solves}, {attrs.get('env_steps', 0):,} env steps, "
+        f"{attrs.get('seconds', 0):.1f} s"
+    )

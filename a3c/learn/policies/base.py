@@ -61,8 +61,9 @@ class Policy:
         """The state with the rows where `restarting` [B] is True zeroed: a new episode starts there."""
         raise NotImplementedError
 
-    def backward(self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray],
-                 restarted: np.ndarray) -> None:
+    def backward(
+        self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray], restarted: np.ndarray
+    ) -> None:
         """Add d loss / d parameter to the model's .grad, given d loss / d head [T, B, n] and
         d loss / d value [T, B] of every recorded step, and d loss / d log std. `restarted[t]`
         [T, B] is True where act() was followed by a restart at step t."""

@@ -28,7 +28,7 @@ def gate_activation_constants(size: int) -> tuple[np.ndarray, np.ndarray]:
     """sigmoid(x) = 0.5 + 0.5 tanh(x / 2): with the pre-activations scaled by `scale`, one tanh
     over all four gates, times `scale` plus `shift`, gives sigmoid, sigmoid, tanh, sigmoid."""
     scale = np.full(4 * size, 0.5, dtype=np.float32)
-    scale[2 * size:3 * size] = 1.0
+    scale[2 * size : 3 * size] = 1.0
     return scale, np.where(scale == 0.5, 0.5, 0.0).astype(np.float32)
 
 
@@ -154,9 +154,9 @@ class NumpyPolicy(Policy):
         gates *= self.gate_scale
         gates += self.gate_shift
         size = hidden.shape[1]
-        cell = gates[:, size:2 * size] * cell + gates[:, :size] * gates[:, 2 * size:3 * size]
+        cell = gates[:, size : 2 * size] * cell + gates[:, :size] * gates[:, 2 * size : 3 * size]
         tanh_cell = np.tanh(cell)
-        return StepTrace(gates, tanh_cell, gates[:, 3 * size:] * tanh_cell, cell)
+        return StepTrace(gates, tanh_cell, gates[:, 3 * size :] * tanh_cell, cell)
 
     def act(self, obs: np.ndarray, state: NumpyState, record: bool = True):
         inputs = self.normalize(obs)
@@ -166,8 +166,9 @@ class NumpyPolicy(Policy):
         critic_activations, value_inputs = None, features
         if self.critic_encoder is not None:  # as ActorCritic.value_inputs
             critic_activations = self.critic_encoder.encode(inputs)
-            value_inputs = critic_activations[-1] if trace is None else \
-                np.concatenate([critic_activations[-1], features], axis=-1)
+            value_inputs = (
+                critic_activations[-1] if trace is None else np.concatenate([critic_activations[-1], features], axis=-1)
+            )
         if record:
             self.steps.append(Step(activations, state, trace, features, critic_activations, value_inputs))
         head = features @ self.policy_weight_t + self.policy_bias
@@ -180,8 +181,9 @@ class NumpyPolicy(Policy):
         keep = ~restarting[:, None]
         return tuple(part * keep for part in state)
 
-    def backward(self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray],
-                 restarted: np.ndarray) -> None:
+    def backward(
+        self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray], restarted: np.ndarray
+    ) -> None:
         model, steps = self.model, self.steps
         features = np.stack([step.features for step in steps])
         d_features, d_weight, d_bias = linear_backward(features, d_heads, self.policy_weight)
@@ -192,7 +194,7 @@ class NumpyPolicy(Policy):
         if self.critic_encoder is None:
             d_features += d_value_inputs
         else:  # the critic's own features come first; the LSTM's output beside them takes no gradient
-            own = d_value_inputs[..., :model.hidden_size]
+            own = d_value_inputs[..., : model.hidden_size]
             self.critic_encoder.backward([step.critic_activations for step in steps], own)
         if model.lstm is not None:
             d_features = self.lstm_backward(d_features, ~restarted)
@@ -209,7 +211,8 @@ class NumpyPolicy(Policy):
         lstm = self.model.lstm
         numpy_grad(lstm.weight_ih_l0)[...] = d_weight_ih
         numpy_grad(lstm.weight_hh_l0)[...] = d_gates.reshape(-1, d_gates.shape[-1]).T @ hidden_prev.reshape(
-            -1, hidden_prev.shape[-1])
+            -1, hidden_prev.shape[-1]
+        )
         numpy_grad(lstm.bias_ih_l0)[...] = d_bias
         numpy_grad(lstm.bias_hh_l0)[...] = d_bias
         return d_inputs

@@ -43,10 +43,12 @@ class TorchPolicy(Policy):
         # also cuts the gradient into the episode that ended; a user's state may have any shape [B, ...]
         return tuple(part * keep.view(-1, *[1] * (part.dim() - 1)) for part in state)
 
-    def backward(self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray],
-                 restarted: np.ndarray) -> None:
+    def backward(
+        self, d_heads: np.ndarray, d_values: np.ndarray, d_log_std: Optional[np.ndarray], restarted: np.ndarray
+    ) -> None:
         """`restarted` is already in the graph, as the restarts' multiplications."""
-        torch.autograd.backward([torch.stack(self.heads), torch.stack(self.values)],
-                                [torch.from_numpy(d_heads), torch.from_numpy(d_values)])
+        torch.autograd.backward(
+            [torch.stack(self.heads), torch.stack(self.values)], [torch.from_numpy(d_heads), torch.from_numpy(d_values)]
+        )
         self.heads, self.values = [], []
         self.write_log_std_grad(d_log_std)
