@@ -407,48 +407,19 @@ def presets():
 @click.option("--study-name", default=None, help="the study's name in its storage (default: a3c-<env>)")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="the sampler's seed")
 @click.option("--out", default=None, help="output folder (default: tunes/<env>-<timestamp>)")
-def tune(
-    env,
-    trials,
-    seeds,
-    max_steps,
-    space_file,
-    preset,
-    jobs,
-    num_processes,
-    pruner,
-    prune_startup,
-    storage,
-    study_name,
-    seed,
-    out,
-):
+def tune(**options):
     """Search hyperparameters with Optuna: each trial trains --seeds runs of sampled settings; writes
     trials.csv, best.toml (for --config) and plots into --out."""
     from a3c.tune.setup import study_settings
 
     with usage_errors():
-        study = study_settings(
-            env,
-            trials,
-            seeds,
-            max_steps,
-            space_file,
-            preset,
-            jobs,
-            num_processes,
-            pruner,
-            prune_startup,
-            storage,
-            study_name,
-            seed,
-            out,
-        )
+        use_preset = options.pop("preset")
+        study = study_settings(**options, use_preset=use_preset)
         from a3c.tune.runner import tune as run_study
 
         click.echo(
-            f"tuning {env}: {trials} trials of {seeds} seeds x {study.max_steps:,} env steps, "
-            f"{jobs} job(s) x {study.num_processes} processes; study {study.study_name!r} in {study.storage}"
+            f"tuning {study.env}: {study.trials} trials of {study.seeds} seeds x {study.max_steps:,} env steps, "
+            f"{study.jobs} job(s) x {study.num_processes} processes; study {study.study_name!r} in {study.storage}"
         )
         written, interrupted = run_study(study)
     click.echo(f"wrote {written['trials']}" + "".join(f", {path}" for path in written["plots"]))

@@ -121,7 +121,18 @@ def wrapped_by(env: gym.Env, kind: type) -> Optional[gym.Wrapper]:
 
 def describe(env: gym.Env) -> EnvSpec:
     """Read the spaces; refuse the ones the model cannot handle, naming them."""
-    obs_space, action_space = env.observation_space, env.action_space
+    threshold = env.spec.reward_threshold if env.spec is not None else None
+    return EnvSpec(
+        reward_threshold=None if threshold is None else float(threshold),
+        **observation_fields(env),
+        **action_fields(env.action_space),
+    )
+
+
+def observation_fields(env: gym.Env) -> dict:
+    """The EnvSpec fields of the env's observation: a flat Box or uint8 frames (a Dict or Tuple arrives
+    flattened by FlatObservation, which keeps its parts); and where its action mask comes from."""
+    obs_space = env.observation_space
     flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
     frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
     if not (flat or frames):
@@ -130,60 +141,41 @@ def describe(env: gym.Env) -> EnvSpec:
             f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed"
         )
     structured = wrapped_by(env, FlatObservation)
-    observation = {
+    return {
         "obs_shape": tuple(int(n) for n in obs_space.shape),
         "obs_dtype": np.uint8 if frames else np.float32,
         # a --model is built for the env's own space: a Dict or Tuple where the network reads its parts
         "observation_space": obs_space if structured is None else structured.structured_space,
         "obs_parts": None if structured is None else structured.parts,
-        "action_space": action_space,
         "action_mask": "observation" if wrapped_by(env, ActionMaskInObservation) else None,
     }
-    threshold = env.spec.reward_threshold if env.spec is not None else None
-    threshold = None if threshold is None else float(threshold)
-    if isinstance(action_space, gym.spaces.Discrete):
-        return EnvSpec(
-            num_actions=int(action_space.n),
-            action_start=int(action_space.start),
-            reward_threshold=threshold,
-            **observation,
-        )
-    if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
-        parts = tuple(int(n) for n in action_space.nvec)
-        return EnvSpec(
-            num_actions=sum(parts),
-            action_start=np.asarray(action_space.start, dtype=np.int64),
-            reward_threshold=threshold,
-            action_parts=parts,
-            **observation,
-        )
-    if isinstance(action_space, gym.spaces.MultiBinary) and len(action_space.shape) == 1:
-        parts = (2,) * int(action_space.shape[0])  # a categorical of 2 per bit: a Bernoulli of logit l1 - l0
-        return EnvSpec(
-            num_actions=sum(parts),
-            action_start=0,
-            reward_threshold=threshold,
-            action_parts=parts,
-            action_dtype=np.int8,
-            **observation,
-        )
-    if (
-        isinstance(action_space, gym.spaces.Box)
-        and len(action_space.shape) == 1
-        and np.all(np.isfinite(action_space.low))
-        and np.all(np.isfinite(action_space.high))
-    ):
-        return EnvSpec(
-            num_actions=int(action_space.shape[0]),
-            action_start=0,
-            reward_threshold=threshold,
-            continuous=True,
-            action_low=action_space.low.astype(np.float32),
-            action_high=action_space.high.astype(np.float32),
-            **observation,
-        )
+
+
+def action_fields(space: gym.Space) -> dict:
+    """The EnvSpec fields of an action space: Discrete, a flat MultiDiscrete or MultiBinary (a categorical
+    per part), or a bounded flat Box."""
+    fields = {"action_space": space, "action_start": 0}
+    if isinstance(space, gym.spaces.Discrete):
+        return {**fields, "num_actions": int(space.n), "action_start": int(space.start)}
+    if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim == 1:
+        parts = tuple(int(n) for n in space.nvec)
+        start = np.asarray(space.start, dtype=np.int64)
+        return {**fields, "num_actions": sum(parts), "action_start": start, "action_parts": parts}
+    if isinstance(space, gym.spaces.MultiBinary) and len(space.shape) == 1:
+        parts = (2,) * int(space.shape[0])  # a categorical of 2 per bit: a Bernoulli of logit l1 - l0
+        return {**fields, "num_actions": sum(parts), "action_parts": parts, "action_dtype": np.int8}
+    bounded = isinstance(space, gym.spaces.Box) and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))
+    if bounded and len(space.shape) == 1:
+        low, high = space.low.astype(np.float32), space.high.astype(np.float32)
+        return {
+            **fields,
+            "num_actions": int(space.shape[0]),
+            "continuous": True,
+            "action_low": low,
+            "action_high": high,
+        }
     raise EnvError(
-        f"unsupported action space {action_space}: a Discrete, a flat MultiDiscrete or MultiBinary, "
+        f"unsupported action space {space}: a Discrete, a flat MultiDiscrete or MultiBinary, "
         f"or a bounded flat Box is needed"
     )
 

@@ -195,35 +195,33 @@ class Evaluator:
         confirming = reached and self.config.confirm_episodes > 0
         evaluations = [Evaluation(env_steps, time.monotonic() - start_time, returns, reached and not confirming)]
         send(evaluations[0])
-        standing = Standing(False, mean)
         if confirming:
-            returns = evaluate_agent(
-                self.agent,
-                self.config.confirm_episodes,
-                confirmation_seed(self.config, self.rounds),
-                self.stop,
-                self.on_step,
-            )
-            if len(returns) < self.config.confirm_episodes:
+            confirmation = self.confirm(env_steps, start_time)
+            if confirmation is None:
                 return Round(evaluations, complete=False)
-            standing = Standing(True, float(np.mean(returns)))
-            evaluations.append(
-                Evaluation(
-                    env_steps,
-                    time.monotonic() - start_time,
-                    returns,
-                    confirms(returns, self.config.target_return),
-                    confirmation=True,
-                )
-            )
-            send(evaluations[1])
-        decided = Round(evaluations, best_written=self.keep_best(standing, env_steps, len(returns)))
+            evaluations.append(confirmation)
+            send(confirmation)
+        judged = evaluations[-1]  # the confirmation, where one was played, ranks best.pt
+        standing = Standing(judged.confirmation, float(np.mean(judged.returns)))
+        decided = Round(evaluations, best_written=self.keep_best(standing, env_steps, len(judged.returns)))
         if decided.solved:
             self.stop.set()  # at once: filming takes seconds (evaluate --video films best.pt)
         elif self.config.video_interval and time.monotonic() >= self.next_video:
             film(self.agent, self.config, self.run_dir, env_steps, self.rounds)
             self.next_video = time.monotonic() + self.config.video_interval
         return decided
+
+    def confirm(self, env_steps: int, start_time: float) -> Evaluation | None:
+        """The confirmation of an evaluation at the target: --confirm-episodes new episodes of the same
+        weights; None if `stop` cut it short."""
+        episodes = self.config.confirm_episodes
+        returns = evaluate_agent(
+            self.agent, episodes, confirmation_seed(self.config, self.rounds), self.stop, self.on_step
+        )
+        if len(returns) < episodes:
+            return None
+        solved = confirms(returns, self.config.target_return)
+        return Evaluation(env_steps, time.monotonic() - start_time, returns, solved, confirmation=True)
 
     def read_weights(self, flat_weights: torch.Tensor) -> None:
         """Copy the weights and snapshot the statistics: both fixed for the round, and whole in best.pt."""
