@@ -68,8 +68,10 @@ bench-ray: bench-venv ray-venv
 bench-minatar: bench-venv minatar-venv
 	$(PY) benchmarks/minatar_bench.py $(MINATAR_ARGS)
 
+# where a worker's second goes (atari_phases.py), then the trainer's rate beside the env alone;
 # ATARI_ARGS="--baseline /tmp/old": also run another checkout (git worktree add /tmp/old <commit>) side by side
 bench-atari: bench-venv atari-venv
+	$(PY) benchmarks/atari_phases.py
 	$(PY) benchmarks/atari_bench.py $(ATARI_ARGS)
 
 # 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--seeds 2 --minutes 5" for a part

@@ -23,16 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import (
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_json,
-    steady_rate,
-    trainer_command,
-)
+from common import REPO, environment, print_table, read_summary, run_timed, save_json, steady_rate, trainer_command
 
 ENV = "ALE/Pong-v5"
 PROCESSES = 8

@@ -21,16 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import (
-    PYTHON,
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_json,
-    trainer_command,
-)
+from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
 from zoo import SUITES
 
 HOLDOUT_EPISODES = 100

@@ -23,16 +23,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from common import (
-    PYTHON,
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_results,
-    trainer_command,
-)
+from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
 
 FINAL_EPISODES = 10
 FINAL_SEED = 20_000  # the final episodes' seeds: none of training's or the evaluator's

@@ -19,14 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import psutil
-from common import (
-    environment,
-    finish,
-    print_table,
-    save_results,
-    start,
-    trainer_command,
-)
+from common import environment, finish, print_table, save_results, start, trainer_command
 from throughput import env_ceiling
 
 ENV = "CartPole-v1"

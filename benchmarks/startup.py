@@ -19,16 +19,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from common import (
-    PYTHON,
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_json,
-    trainer_command,
-)
+from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
 
 PHASES = ("processes_started", "first_env_step", "first_update", "first_evaluation", "stop_to_exit")
 ATARI_GAME = "ALE/Breakout-v5"

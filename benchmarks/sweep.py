@@ -18,15 +18,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from common import (
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_json,
-    trainer_command,
-)
+from common import REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
 
 
 def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = REPO) -> dict:

@@ -26,15 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import (
-    PYTHON,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_json,
-    trainer_command,
-)
+from common import PYTHON, environment, print_table, read_summary, run_timed, save_json, trainer_command
 
 from a3c.config.settings import Config
 from a3c.run.tracking import CHILD_CODE, PACKAGE_ROOT

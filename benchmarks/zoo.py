@@ -24,15 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from common import (
-    environment,
-    print_table,
-    read_summary,
-    run_sb3,
-    run_timed,
-    save_results,
-    trainer_command,
-)
+from common import environment, print_table, read_summary, run_sb3, run_timed, save_results, trainer_command
 from solve import show, spread
 
 from a3c.config.presets import preset_for

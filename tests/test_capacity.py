@@ -17,13 +17,7 @@ from a3c.envs.make import env_spec
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.nets.factory import build_model
-from a3c.run.capacity import (
-    PROCESS_BYTES,
-    check_capacity,
-    estimate,
-    network_size,
-    user_tasks,
-)
+from a3c.run.capacity import PROCESS_BYTES, check_capacity, estimate, network_size, user_tasks
 
 from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli
 

@@ -12,12 +12,7 @@ import torch
 from a3c.agent import load_agent, model_from_checkpoint
 from a3c.config.settings import Config
 from a3c.envs.make import env_spec
-from a3c.learn.checkpoint import (
-    CheckpointError,
-    checkpoint_payload,
-    load_checkpoint,
-    save_checkpoint,
-)
+from a3c.learn.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.factory import build_model
 

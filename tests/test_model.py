@@ -179,10 +179,7 @@ def minatar_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:
 
 @pytest.mark.parametrize(
     "obs_shape, width, make_frames, min_signal",
-    [
-        ((4, 84, 84), 256, breakout_like_frames, 0.02),
-        ((4, 10, 10), 128, minatar_like_frames, 0.1),
-    ],
+    [((4, 84, 84), 256, breakout_like_frames, 0.02), ((4, 10, 10), 128, minatar_like_frames, 0.1)],
 )
 def test_a_frames_encoder_starts_with_its_output_varying_with_the_frame(obs_shape, width, make_frames, min_signal):
     # PyTorch's default init gave Breakout's frames an output of rms 0.02 of which 0.0015 varied with the

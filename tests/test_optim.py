@@ -8,14 +8,7 @@ import torch.multiprocessing as mp
 from torch.testing import assert_close
 
 from a3c.config.settings import Config
-from a3c.learn.optim import (
-    SharedAdam,
-    SharedRMSprop,
-    adam_ratio_bound,
-    current_lr,
-    linear_decay,
-    make_optimizer,
-)
+from a3c.learn.optim import SharedAdam, SharedRMSprop, adam_ratio_bound, current_lr, linear_decay, make_optimizer
 
 TIGHT = {"rtol": 1e-6, "atol": 1e-8}  # the implementations should agree to rounding, if not exactly
 

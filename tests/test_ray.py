@@ -20,13 +20,7 @@ import pytest
 
 from a3c.learn.checkpoint import load_checkpoint
 
-from .conftest import (
-    REPO_ROOT,
-    assert_one_line_usage_error,
-    run_cli,
-    start_cli,
-    wait_for_metrics_rows,
-)
+from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli, start_cli, wait_for_metrics_rows
 
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
 pytestmark = pytest.mark.slow

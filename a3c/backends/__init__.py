@@ -16,9 +16,7 @@ def connect_backend(config: Config):
     """With --backend ray, the RayCluster, connected before anything is written: a bad address is a usage error."""
     if config.backend != "ray":
         return None
-    from a3c.backends.ray import (
-        connect,  # here only: the local backend never imports Ray
-    )
+    from a3c.backends.ray import connect  # here only: the local backend never imports Ray
 
     return connect(config)
 

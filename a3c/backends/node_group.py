@@ -29,14 +29,7 @@ from a3c.config.settings import Config
 from a3c.envs.make import env_spec
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import Failure, Notice, Update
-from a3c.parallel.processes import (
-    Heartbeats,
-    Shared,
-    one_thread,
-    shared_model,
-    start_method,
-    worker_turns,
-)
+from a3c.parallel.processes import Heartbeats, Shared, one_thread, shared_model, start_method, worker_turns
 
 STOPPED, GLOBAL_LOST = "stopped", "global_model_lost"  # how run() ends, besides the local backend's reasons
 

@@ -22,11 +22,7 @@ from typing import Any, Optional
 
 from a3c.backends.base import Backend
 from a3c.backends.children import STOP_GRACE_SECONDS, ChildProcesses, EvaluatorProcess, EvaluatorSettings
-from a3c.backends.global_model import (
-    CALL_TIMEOUT_SECONDS,
-    GlobalModel,
-    read_only_tensor,
-)
+from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel, read_only_tensor
 from a3c.backends.node_group import GLOBAL_LOST, STOPPED, NodeGroup
 from a3c.backends.sync import SyncedState
 from a3c.config.settings import Config

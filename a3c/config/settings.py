@@ -6,7 +6,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from a3c.config.options import option_name
 from a3c.config.presets import preset_for
@@ -124,14 +124,36 @@ class Config:
                 raise ConfigError(f"{option_name(name)} must be {rule}, got {getattr(self, name)!r}")
 
     @classmethod
-    def for_env(cls, env: str, **overrides) -> "Config":
-        """The env's preset (a3c/config/presets.py) with `overrides` on top, as the command line applies them."""
+    def for_env(cls, env: str, **overrides: Any) -> "Config":
+        """The env's preset (a3c/config/presets.py) with `overrides` on top, as the command line applies them.
+
+        Args:
+            env: a gymnasium id (`"CartPole-v1"`, `"ALE/Pong-v5"`), or `"module:EnvId"` to import the
+                module that registers it.
+            **overrides: any field of Config by name (`num_processes=8`, `lr=1e-3`).
+
+        Returns:
+            The validated settings.
+
+        Raises:
+            a3c.errors.ConfigError: a value out of its range, or settings that do not go together.
+        """
         return cls(**{**preset_for(env), **overrides, "env": env})
 
     @classmethod
-    def from_file(cls, path, **overrides) -> "Config":
+    def from_file(cls, path: str | os.PathLike, **overrides: Any) -> "Config":
         """A TOML file's settings (or a run's config.json, to repeat the run) on top of its env's preset,
-        and `overrides` on top of those, as --config and the command line apply them."""
+        and `overrides` on top of those, as --config and the command line apply them.
+
+        Args:
+            path: a .toml file of options (spelt as fields or as the command line's options) or a .json
+                file, like a run's config.json.
+            **overrides: fields of Config on top of the file's.
+
+        Raises:
+            a3c.errors.ConfigError: a file that cannot be read, an unknown option, or a bad value (named
+                with the file).
+        """
         from a3c.config.file import file_options
 
         values = file_options(path, cls)
@@ -142,7 +164,8 @@ class Config:
             raise ConfigError(f"--config {path}: {error}") from None
         return cls.for_env(env, **{**values, **{k: v for k, v in overrides.items() if k != "env"}})
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with `changes` (fields by name), validated again."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

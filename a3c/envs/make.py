@@ -10,11 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from a3c.envs.families import is_atari, is_minatar
-from a3c.envs.masks import (
-    ActionMaskInObservation,
-    with_action_mask,
-    with_action_mask_moved,
-)
+from a3c.envs.masks import ActionMaskInObservation, with_action_mask, with_action_mask_moved
 from a3c.envs.parts import FlatObservation, with_flat_observation
 from a3c.envs.spec import EnvSpec
 from a3c.errors import EnvError, first_line

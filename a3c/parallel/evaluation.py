@@ -97,10 +97,7 @@ def confirms(returns: list[float], target) -> bool:
 
 def film(agent: Agent, config: Config, run_dir: Path, env_steps: int, round_: int) -> None:
     """One greedy episode (at most TRAINING_VIDEO_STEPS) into RUN_DIR/videos/<env steps>.mp4."""
-    from a3c.tools.video import (  # imageio: only when filming
-        TRAINING_VIDEO_STEPS,
-        record_episodes,
-    )
+    from a3c.tools.video import TRAINING_VIDEO_STEPS, record_episodes  # imageio: only when filming
 
     folder = run_dir / "videos"
     folder.mkdir(exist_ok=True)

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from a3c.learn.learner import (
-        RolloutReport,  # a type only: the metrics writer never imports torch
-    )
+    from a3c.learn.learner import RolloutReport  # a type only: the metrics writer never imports torch
 
 
 @dataclass(frozen=True)

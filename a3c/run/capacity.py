@@ -36,9 +36,7 @@ def network_size(config: Config, spec: EnvSpec) -> Optional[int]:
     None for a user's --model, whose code runs once, when the trainer builds it."""
     if config.model:
         return None
-    from a3c.nets.factory import (
-        build_model,  # torch's modules: the trainer has them loaded already
-    )
+    from a3c.nets.factory import build_model  # torch's modules: the trainer has them loaded already
 
     with torch.device("meta"):
         model = build_model(config, spec)

@@ -321,9 +321,7 @@ class MetricsWriter:
         if self.tb_dir is None:
             return
         if self._tb is None:
-            from a3c.run.tensorboard_events import (
-                EventFile,  # 80 ms of imports: only when used
-            )
+            from a3c.run.tensorboard_events import EventFile  # 80 ms of imports: only when used
 
             self._tb = EventFile(self.tb_dir)
         scalars = {

@@ -20,23 +20,12 @@ from a3c.backends import connect_backend, make_backend
 from a3c.config.settings import Config, config_for_resume
 from a3c.envs.make import env_spec
 from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
-from a3c.learn.checkpoint import (
-    check_spaces,
-    checkpoint_payload,
-    load_checkpoint,
-    save_checkpoint,
-)
+from a3c.learn.checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.learn.optim import SharedOptimizer, current_lr
 from a3c.nets.actor_critic import Network
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import WriteFailed
-from a3c.parallel.processes import (
-    Heartbeats,
-    Shared,
-    shared_model,
-    start_method,
-    worker_turns,
-)
+from a3c.parallel.processes import Heartbeats, Shared, shared_model, start_method, worker_turns
 from a3c.run.callbacks import Callbacks
 from a3c.run.capacity import check_machine
 from a3c.run.console import Console
@@ -113,9 +102,7 @@ def new_run(config: Config) -> RunSetup:
 
 def check_video(config: Config) -> None:
     if config.video_interval:
-        from a3c.tools.video import (
-            check_renders,  # imageio and a rendering env: only when asked for
-        )
+        from a3c.tools.video import check_renders  # imageio and a rendering env: only when asked for
 
         check_renders(config.env)
 
