@@ -74,7 +74,7 @@ bench-atari: bench-venv atari-venv
 	$(PY) benchmarks/atari_phases.py
 	$(PY) benchmarks/atari_bench.py $(ATARI_ARGS)
 
-# 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--seeds 2 --minutes 5" for a part
+# 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--game Pong --seeds 1 --minutes 60" for Pong
 bench-atari-learn: bench-venv atari-venv
 	$(PY) benchmarks/atari_learn.py $(ATARI_LEARN_ARGS)
 

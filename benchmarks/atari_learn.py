@@ -1,12 +1,14 @@
-"""Atari learns on a CPU: Breakout with the Atari preset, a fixed wall-clock a seed, its return against env steps.
+"""Atari learns on a CPU: a game (Breakout, Pong) with the Atari preset, a fixed wall-clock a seed, its return
+against env steps.
 
-Each seed runs `python main.py --env ALE/Breakout-v5 --num-processes 8 --eval-episodes 0 --seed S` for
+Each seed runs `python main.py --env ALE/<GAME>-v5 --num-processes 8 --eval-episodes 0 --seed S` for
 --minutes from launch, then a SIGINT (the trainer stops cleanly). No evaluator: its greedy whole games
 cost the workers' cores (a greedy policy that never presses FIRE plays all 108,000 frames). The measure
 is metrics.csv's mean return of the training episodes that ended since the row before, each one life
-(a lost life ends a training episode), in rows every 100k env steps: random play scores about 0.27 a
-life. Reported per seed: that return at the first row at or past 100k env steps (still random play),
-at 400k, and the last full row within the budget; median and range over seeds. Each `--setting
+(a lost life ends a training episode; Pong has none: a whole game), in rows every 100k env steps:
+random play scores about 0.27 a life of Breakout, about -20.7 a game of Pong. Reported per seed: that
+return at the first row at or past 100k env steps (still random play), at 400k, and the last full row
+within the budget; median and range over seeds. Each `--setting
 NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); several run side by side,
 interleaved by seed. `--from-runs DIR ...` summarises runs already made (named NAME-seedS).
 """
@@ -24,15 +26,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from common import environment, print_table, run_timed, save_results, trainer_command
 
-ENV = "ALE/Breakout-v5"
+RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 8
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
 SHAPE = ("core", "envs_per_process", "t_max", "lr")  # what --from-runs names a setting by
 
 
-def run_seed(seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
-    command = trainer_command(run_dir, env=ENV, num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60)
+def run_seed(env: str, seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
+    command = trainer_command(run_dir, env=env, num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60)
     run_timed(command + options, timeout=60 * minutes)
 
 
@@ -61,7 +63,7 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
-def plot(runs: dict[int, list[dict]], title: str):
+def plot(runs: dict[int, list[dict]], env: str, title: str):
     figure, axes = plt.subplots(1, 2, figsize=(12, 4))
     for seed, rows in runs.items():
         steps = [row["env_steps"] for row in rows]
@@ -73,19 +75,20 @@ def plot(runs: dict[int, list[dict]], title: str):
         linestyle=":",
         label="median at 100k (random play)",
     )
-    axes[0].set_ylabel("mean return of the training episodes of each 100k env steps (one life each)")
-    axes[1].set_ylabel("policy entropy (ln 4 = 1.386: uniform)")
+    axes[0].set_ylabel("mean return of the training episodes of each 100k env steps")
+    axes[1].set_ylabel("policy entropy (ln of the actions: uniform)")
     for axis in axes:
         axis.set_xlabel("env steps")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(f"{ENV}, {title}, {PROCESSES} processes on 2 cores")
+    figure.suptitle(f"{env}, {title}, {PROCESSES} processes on 2 cores")
     figure.tight_layout()
     return figure
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", default="Breakout", choices=sorted(RANDOM_PLAY))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget of one run, from launch")
     parser.add_argument(
@@ -110,7 +113,7 @@ def main() -> None:
     if not args.from_runs:
         runs = train(settings, args)
     for name, setting_runs in runs.items():
-        report(setting_runs, name, settings[name], args.minutes, info, args.out)
+        report(setting_runs, args.game, name, settings[name], args.minutes, info, args.out)
 
 
 def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, list[dict]]]]:
@@ -131,17 +134,20 @@ def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for name, options in settings.items():
                 run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
-                run_seed(seed, args.minutes, run_dir, shlex.split(options))
+                run_seed(f"ALE/{args.game}-v5", seed, args.minutes, run_dir, shlex.split(options))
                 runs[name][seed] = curve(run_dir, args.minutes)
     return runs
 
 
-def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float, info: dict, out: str | None) -> None:
+def report(
+    runs: dict[int, list[dict]], game: str, name: str, options: str, minutes: float, info: dict, out: str | None
+) -> None:
+    env = f"ALE/{game}-v5"
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
     title = f"the Atari preset {options}".rstrip()
     print(
-        f"\n{ENV}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return a "
-        "life of the training episodes of each row (random play: about 0.27)"
+        f"\n{env}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return "
+        f"of the training episodes of each row (random play: {RANDOM_PLAY[game]})"
     )
     print_table(
         ["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
@@ -158,9 +164,9 @@ def report(runs: dict[int, list[dict]], name: str, options: str, minutes: float,
             else f"{mark}: no seed got this far"
         )
     save_results(
-        out or f"atari_learn-{name}",
-        {**info, "env": ENV, "setting": name, "options": options, "minutes": minutes, "runs": runs},
-        plot(runs, title),
+        out or f"atari_learn-{name}" + ("" if game == "Breakout" else f"-{game.lower()}"),
+        {**info, "env": env, "setting": name, "options": options, "minutes": minutes, "runs": runs},
+        plot(runs, env, title),
     )
 
 
