@@ -4,6 +4,7 @@ Contenders, interleaved over --repeats in one invocation (the machine's speed dr
 - this checkout with the Atari preset (ALE's vector env, the LSTM on 4 envs x t-max 20);
 - feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's and the shape's cost;
 - the LSTM on 16 envs x t-max 5 (version 0.5's preset): the shape's share of it;
+- the preset on 2 processes, one a core, against 8: what the processes beyond the cores cost;
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -38,15 +39,9 @@ def train_rate(repo: Path, steps: int, **options) -> dict:
         command = trainer_command(
             run_dir,
             repo,
-            env=ENV,
-            num_processes=PROCESSES,
-            max_steps=steps,
-            eval_episodes=0,
-            target_return="none",
-            log_interval=steps // 20,
-            print_interval=3600,
-            **options,
-        )
+            **{"env": ENV, "num_processes": PROCESSES, "max_steps": steps, "eval_episodes": 0, "target_return": "none",
+               "log_interval": steps // 20, "print_interval": 3600, **options},
+        )  # fmt: skip
         wall, output, _ = run_timed(command, timeout=600)
         if not (run_dir / "summary.json").exists():
             raise SystemExit(f"{repo}: the run failed:\n{output[-2000:]}")
@@ -105,6 +100,7 @@ def main() -> None:
         "this checkout, preset (the LSTM, 4 envs x t-max 20)": (REPO, {}),
         "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
         "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide),
+        "this checkout, preset, 2 processes (one a core)": (REPO, {"num_processes": 2}),
     }
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
@@ -117,13 +113,14 @@ def main() -> None:
     alone = {"gymnasium wrappers, loop": env_alone("loop", 10.0), "ALE vector env": env_alone("vector", 10.0)}
 
     medians = {label: statistics.median(r["steady"] for r in rs) for label, rs in runs.items()}
-    reference = medians[list(contenders)[-1]]
+    reference_label = list(contenders)[-1 if args.baseline is not None else 0]  # the baseline, or the preset
+    reference = medians[reference_label]
     print(
         f"\n{ENV}, {PROCESSES} processes, steady env steps/s, median of {args.repeats}; {info['cores']} cores; "
         f"frames/s = 4 x steps/s"
     )
     print_table(
-        ["contender", "steps/s", "frames/s", f"x {list(contenders)[-1].split(',')[0]}", "runs"],
+        ["contender", "steps/s", "frames/s", f"x {reference_label.split(',')[0]}", "runs"],
         [
             [
                 label,
