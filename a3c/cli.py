@@ -93,6 +93,12 @@ TRAIN_OPTIONS = [
         "which its error does not train (Acrobot's preset); shared: what the policy head reads",
         type=click.Choice(["own", "shared"]),
     ),
+    option(
+        "--precision",
+        "the frames encoder's convolutions: bfloat16 (autocast), float32, or auto: bfloat16 where the CPU has "
+        "native bfloat16 instructions",
+        type=click.Choice(["auto", "float32", "bfloat16"]),
+    ),
     option("--clip-rewards/--no-clip-rewards", "the loss sees only each reward's sign (on for Atari)"),
     option("--gae-lambda", "GAE lambda; 1.0 = plain n-step returns", type=float),
     option("--value-loss-coef", "weight of the value loss", type=float),

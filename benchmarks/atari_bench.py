@@ -5,6 +5,7 @@ Contenders, interleaved over --repeats in one invocation (the machine's speed dr
 - feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's and the shape's cost;
 - the LSTM on 16 envs x t-max 5 (version 0.5's preset): the shape's share of it;
 - the preset on 2 processes, one a core, against 8: what the processes beyond the cores cost;
+- the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py);
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -101,6 +102,7 @@ def main() -> None:
         "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
         "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide),
         "this checkout, preset, 2 processes (one a core)": (REPO, {"num_processes": 2}),
+        "this checkout, preset, --precision bfloat16": (REPO, {"precision": "bfloat16"}),
     }
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})

@@ -30,6 +30,8 @@ SHAPES = {  # id: (obs_shape, StockOptions fields)
     "frames-no-core": ((2, 36, 36), {"core": "none"}),
     "frames-deep-mlp": ((2, 36, 36), {"core": "none", "hidden_sizes": (16, 8)}),
     "small-frames": ((3, 10, 10), {"core": "none"}),  # MinAtar's: one convolution
+    "frames-lstm-bfloat16": ((2, 36, 36), {"bfloat16": True}),  # the convolutions under autocast
+    "small-frames-bfloat16": ((3, 10, 10), {"core": "none", "bfloat16": True}),
 }
 
 
@@ -116,7 +118,13 @@ def test_the_numpy_backward_pass_equals_autograd(shape, restarts):
     for name, param in model.named_parameters():
         end = start + param.numel()
         assert torch.count_nonzero(expected[start:end]) > 0, name  # every parameter compared on real numbers
-        assert_close(ours[start:end], expected[start:end], rtol=1e-4, atol=1e-5, msg=name)
+        if options.get("bfloat16") and name.startswith("encoder.1."):  # the convolutions, under autocast
+            # bfloat16 keeps 8 bits of mantissa (a relative step of 0.4%), and the numpy path convolves the
+            # rollout's frames in one batch where autograd convolved them step by step
+            error = (ours[start:end] - expected[start:end]).norm() / expected[start:end].norm()
+            assert error < 1e-2, name
+        else:
+            assert_close(ours[start:end], expected[start:end], rtol=1e-4, atol=1e-5, msg=name)
         start = end
 
 

@@ -31,6 +31,10 @@ class Config:
     sigma_init: float = 0.017
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
+    # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
+    # natively; float32 by default until bfloat16 is shown to learn as well (docs/design/choices.md,
+    # "bfloat16 convolutions")
+    precision: str = "float32"
     # loss and returns
     gamma: float = 0.99
     # rewards are multiplied by this in the loss (logs show them unscaled). With Adam, 0.1 and a value
@@ -220,6 +224,7 @@ def network_rules(config: Config) -> list[Rule]:
         ("center_values", config.center_values in ("auto", "on", "off"), "one of auto, on, off"),
         ("critic", config.critic in ("own", "shared"), "one of own, shared"),
         ("learner", config.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
+        ("precision", config.precision in ("auto", "float32", "bfloat16"), "one of auto, float32, bfloat16"),
         (
             "learner",
             not (config.learner == "numpy" and config.model),

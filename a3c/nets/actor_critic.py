@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from a3c.nets.precision import Convolutions
+
 State = tuple[torch.Tensor, ...]  # (hidden, cell) of an LSTM core; () for a feed-forward network
 
 
@@ -75,19 +77,20 @@ def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:
 SMALL_FRAMES = 32  # pixels: frames under this side (MinAtar's 10 x 10) are too small for the A3C convnet
 
 
-def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Sequential:
+def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...], bfloat16: bool = False) -> nn.Sequential:
     """An MLP for a flat observation; for frames [C, H, W] (uint8) a convnet first, cheap on a CPU: the
     A3C paper's (8x8 stride 4, then 4x4 stride 2), or for small frames the MinAtar paper's (one 3x3
-    convolution of 16 channels)."""
+    convolution of 16 channels); its convolutions in bfloat16 with `bfloat16` (a3c/nets/precision.py)."""
     if len(obs_shape) == 1:
         return nn.Sequential(*mlp(obs_shape[0], hidden_sizes))
     channels, height, width = obs_shape
     if min(height, width) < SMALL_FRAMES:
-        convs = nn.Sequential(nn.Conv2d(channels, 16, 3), nn.ReLU(), nn.Flatten())
+        convs = Convolutions(nn.Conv2d(channels, 16, 3), nn.ReLU(), nn.Flatten(), bfloat16=bfloat16)
     else:
-        convs = nn.Sequential(
-            nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten()
-        )
+        convs = Convolutions(
+            nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten(),
+            bfloat16=bfloat16,
+        )  # fmt: skip
     frames_encoder = nn.Sequential(
         ScaleFrames(), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes)
     )  # keys as in 0.1
@@ -209,6 +212,7 @@ class StockOptions:
     normalize_obs: bool = False
     center_values: bool = False
     own_critic: bool = False
+    bfloat16: bool = False  # the frames encoder's convolutions under bfloat16 autocast
 
 
 class ActorCritic(Network):
@@ -235,7 +239,7 @@ class ActorCritic(Network):
         super().__init__(obs_shape, num_actions, options.continuous, options.normalize_obs, options.center_values)
         hidden_sizes = tuple(options.hidden_sizes)
         self.hidden_size = hidden_sizes[-1]
-        make_encoder = own_encoder or (lambda: encoder(obs_shape, hidden_sizes))
+        make_encoder = own_encoder or (lambda: encoder(obs_shape, hidden_sizes, options.bfloat16))
         self.encoder = make_encoder()
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if options.core == "lstm" else None
         if self.lstm is not None:

@@ -7,6 +7,7 @@ from a3c.config.settings import Config, centers_values
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.nets.actor_critic import ActorCritic, Network, StockOptions
+from a3c.nets.precision import resolved_precision
 from a3c.nets.structured import PartsNorm, StructuredActorCritic
 from a3c.nets.user import user_network
 
@@ -22,6 +23,7 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
         normalize_obs=config.normalize_obs,
         center_values=centers_values(config),
         own_critic=config.critic == "own",
+        bfloat16=resolved_precision(config.precision) == "bfloat16",
     )
 
 

@@ -23,6 +23,7 @@ from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, wri
 from a3c.learn.checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.learn.optim import SharedOptimizer, current_lr
 from a3c.nets.actor_critic import Network
+from a3c.nets.precision import Convolutions, describe_precision
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import WriteFailed
 from a3c.parallel.processes import Heartbeats, Shared, shared_model, start_method, worker_turns
@@ -319,6 +320,8 @@ def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_cal
         f"{'resuming' if resuming else 'training'} {config.env} at {setup.env_steps:,} env steps with "
         f"{config.num_processes} processes x {config.envs_per_process} envs; run dir {run_dir}"
     )
+    if any(isinstance(module, Convolutions) for module in setup.model.modules()):
+        console.message(describe_precision(config.precision))
     return parts
 
 

@@ -26,6 +26,7 @@ from a3c.errors import ConfigError
 from a3c.learn.distributions import MASKED_LOGIT
 from a3c.learn.learner import value_offset
 from a3c.nets.actor_critic import ActorCritic, Network
+from a3c.nets.precision import use_float32
 
 OPSET = 17  # ONNX Runtime 1.x runs it; opsets 18 and up add nothing this graph uses
 
@@ -89,6 +90,7 @@ def output_names(spec: EnvSpec) -> list[str]:
 def export_onnx(model: Network, spec: EnvSpec, config: Config, path: str | Path) -> dict[str, str]:
     """Writes the ONNX file of `model` for `spec`'s env; returns the metadata it carries."""
     onnx = require_onnx()
+    use_float32(model)  # ONNX Runtime runs the file in float32, whatever precision the run trained in
     policy = ExportedPolicy(model, spec, config)
     state = model.initial_state(1)
     state_in, state_out = state_names(model, len(state))
