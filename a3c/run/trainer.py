@@ -17,6 +17,7 @@ import torch
 import torch.multiprocessing as mp
 
 from a3c.backends import connect_backend, make_backend
+from a3c.backends.base import Backend
 from a3c.config.settings import Config, config_for_resume
 from a3c.envs.make import env_spec
 from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
@@ -265,7 +266,7 @@ class RunParts:
     console: Console
     callbacks: Callbacks
     writer: MetricsWriter
-    backend: Any  # what make_backend gives
+    backend: Backend
     disk: Disk
 
     def handle(self, message) -> None:
