@@ -9,6 +9,7 @@ CPU lacks the instructions, bfloat16 is emulated and slower: --precision auto pi
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -26,6 +27,7 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return set()
 
 
+@functools.cache  # the CPU does not change: each network built with auto, and the start-up line, read it once
 def cpu_has_bfloat16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
     """Whether this CPU has native bfloat16 instructions (read on Linux; elsewhere assumed not)."""
     try:
