@@ -82,6 +82,10 @@ TRAIN_OPTIONS = [
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
     option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
     option(
+        "--center-frames/--no-center-frames",
+        "frames: each frame less its own mean pixel before the convnet (on for Atari)",
+    ),
+    option(
         "--center-values",
         "on: the value head learns the return less the running mean of the value "
         "targets; auto: on where the value head reads the LSTM's output (--critic shared)",

@@ -1,11 +1,11 @@
 """Atari throughput: env (agent) steps/s of the trainer on Pong at 8 processes, beside the environment alone.
 
 Contenders, interleaved over --repeats in one invocation (the machine's speed drifts between sittings):
-- this checkout with the Atari preset (ALE's vector env, the LSTM on 4 envs x t-max 20);
-- feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's and the shape's cost;
-- the LSTM on 16 envs x t-max 5 (version 0.5's preset): the shape's share of it;
-- the preset on 2 processes, one a core, against 8: what the processes beyond the cores cost;
+- this checkout with the Atari preset (ALE's vector env, the LSTM on 16 envs x t-max 20, centred frames);
+- the preset on 4 and on 2 processes against 8: what the processes beyond the cores cost or give;
 - the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py);
+- versions 0.12-0.14's preset (4 envs x t-max 20): what the wider acting batches give;
+- feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's cost;
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -98,11 +98,15 @@ def main() -> None:
     args = parser.parse_args()
     wide = {"envs_per_process": 16, "t_max": 5}
     contenders = {
-        "this checkout, preset (the LSTM, 4 envs x t-max 20)": (REPO, {}),
-        "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
-        "this checkout, the LSTM, 16 envs x t-max 5": (REPO, wide),
+        "this checkout, preset (the LSTM, 16 envs x t-max 20, centred frames)": (REPO, {}),
+        "this checkout, preset, 4 processes (two a core)": (REPO, {"num_processes": 4}),
         "this checkout, preset, 2 processes (one a core)": (REPO, {"num_processes": 2}),
         "this checkout, preset, --precision bfloat16": (REPO, {"precision": "bfloat16"}),
+        "this checkout, 0.12-0.14's preset: 4 envs x t-max 20, frames as they are": (
+            REPO,
+            {"envs_per_process": 4, "lr": 4e-4, "center_frames": False},
+        ),
+        "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
     }
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
@@ -118,8 +122,8 @@ def main() -> None:
     reference_label = list(contenders)[-1 if args.baseline is not None else 0]  # the baseline, or the preset
     reference = medians[reference_label]
     print(
-        f"\n{ENV}, {PROCESSES} processes, steady env steps/s, median of {args.repeats}; {info['cores']} cores; "
-        f"frames/s = 4 x steps/s"
+        f"\n{ENV}, {PROCESSES} processes unless named, steady env steps/s, median of {args.repeats}; "
+        f"{info['cores']} cores; frames/s = 4 x steps/s"
     )
     print_table(
         ["contender", "steps/s", "frames/s", f"x {reference_label.split(',')[0]}", "runs"],

@@ -1,7 +1,7 @@
 """Atari learns on a CPU: a game (Breakout, Pong) with the Atari preset, a fixed wall-clock a seed, its return
 against env steps.
 
-Each seed runs `python main.py --env ALE/<GAME>-v5 --num-processes 8 --eval-episodes 0 --seed S` for
+Each seed runs `python main.py --env ALE/<GAME>-v5 --num-processes 4 --eval-episodes 0 --seed S` for
 --minutes from launch, then a SIGINT (the trainer stops cleanly). No evaluator: its greedy whole games
 cost the workers' cores (a greedy policy that never presses FIRE plays all 108,000 frames). The measure
 is metrics.csv's mean return of the training episodes that ended since the row before, each one life
@@ -10,7 +10,8 @@ random play scores about 0.27 a life of Breakout, about -20.7 a game of Pong. Re
 return at the first row at or past 100k env steps (still random play), at 400k, and the last full row
 within the budget; median and range over seeds. Each `--setting
 NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); several run side by side,
-interleaved by seed. `--from-runs DIR ...` summarises runs already made (named NAME-seedS).
+interleaved by seed; an option given there wins over the preset's and the 4 processes.
+`--from-runs DIR ...` summarises runs already made (named NAME-seedS).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import matplotlib.pyplot as plt
 from common import environment, print_table, run_timed, save_results, trainer_command
 
 RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
-PROCESSES = 8
+PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
 SHAPE = ("core", "envs_per_process", "t_max", "lr")  # what --from-runs names a setting by
@@ -81,7 +82,7 @@ def plot(runs: dict[int, list[dict]], env: str, title: str):
         axis.set_xlabel("env steps")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(f"{env}, {title}, {PROCESSES} processes on 2 cores")
+    figure.suptitle(f"{env}, {title}, on 2 cores")
     figure.tight_layout()
     return figure
 
@@ -144,7 +145,7 @@ def report(
 ) -> None:
     env = f"ALE/{game}-v5"
     marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
-    title = f"the Atari preset {options}".rstrip()
+    title = f"the Atari preset ({PROCESSES} processes) {options}".rstrip()  # options given win over the preset
     print(
         f"\n{env}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return "
         f"of the training episodes of each row (random play: {RANDOM_PLAY[game]})"

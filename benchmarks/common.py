@@ -29,11 +29,16 @@ GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop it
 
 
 def trainer_command(run_dir: Path, repo: Path = REPO, **options) -> list[str]:
-    """`python main.py --run-dir DIR --opt-name value ...` for keyword options opt_name=value; `repo`:
+    """`python main.py --run-dir DIR --opt-name value ...` for keyword options opt_name=value (a bool: --opt-name
+    or --no-opt-name); `repo`:
     the checkout whose main.py runs (another one for a side-by-side run of older code)."""
     command = [PYTHON, str(repo / "main.py"), "--run-dir", str(run_dir)]
     for name, value in options.items():
-        command += [f"--{name.replace('_', '-')}", str(value)]
+        flag = name.replace("_", "-")
+        if isinstance(value, bool):  # an on/off flag: --name or --no-name
+            command.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            command += [f"--{flag}", str(value)]
     return command
 
 

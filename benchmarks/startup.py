@@ -23,7 +23,7 @@ from common import PYTHON, REPO, environment, print_table, read_summary, run_tim
 
 PHASES = ("processes_started", "first_env_step", "first_update", "first_evaluation", "stop_to_exit")
 ATARI_GAME = "ALE/Breakout-v5"
-ATARI_STEPS = 10_000  # 8 processes x 4 envs x t-max 20: 16 rounds of updates, after every worker has started
+ATARI_STEPS = 10_000  # 8 processes x 16 envs x t-max 20: about 4 rounds of updates, after every worker has started
 TIMEOUT = 180.0
 
 

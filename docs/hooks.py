@@ -1,5 +1,6 @@
-"""MkDocs hook: the benchmark plots under benchmarks/results/ appear in the site as results/plots/*.png,
-so the results pages show the files the benchmarks write, not copies that could go stale."""
+"""MkDocs hooks: the benchmark plots under benchmarks/results/ appear in the site as results/plots/*.png,
+so the results pages show the files the benchmarks write, not copies that could go stale; and the
+marker PRESETS_MARKER in a page becomes what `a3c presets` prints, from the code."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+PRESETS_MARKER = "<!-- a3c presets -->"
 
 
 def on_files(files, config):
     for plot in sorted(RESULTS.glob("*.png")):
         files.append(File.generated(config, f"results/plots/{plot.name}", abs_src_path=str(plot)))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    if PRESETS_MARKER not in markdown:
+        return markdown
+    from a3c.config.presets import format_presets
+
+    return markdown.replace(PRESETS_MARKER, f"```text\n{format_presets()}\n```")

@@ -52,3 +52,21 @@ def test_presets_print_as_command_line_options():
     assert "--clip-rewards " in text + " " and "True" not in text
     assert preset_for("ALE/Pong-v5")["clip_rewards"] is True
     assert preset_for("Pendulum-v1")["gamma"] == 0.9 and preset_for("NoPreset-v0") == {}
+
+
+def test_atari_games_with_a_target_add_it_to_the_atari_preset():
+    from a3c.config.presets import ATARI, format_presets, preset_for
+    from a3c.envs.families import atari_game
+
+    assert atari_game("ALE/Pong-v5") == "Pong" and atari_game("ALE/Pong-ram-v5") == "Pong-ram"
+    assert preset_for("ALE/Pong-v5") == {**ATARI, "target_return": 18.0}
+    assert preset_for("ALE/Breakout-v5") == ATARI and "target_return" not in ATARI
+    assert Config.for_env("ALE/Pong-v5").target_return == 18.0
+    assert Config.for_env("ALE/Pong-v5", target_return=None).target_return is None  # the user's wins
+    assert "ALE/Pong-v5" in format_presets() and "--target-return 18.0" in format_presets()
+
+
+def test_a_config_saved_before_centred_frames_loads_without_them():
+    saved = Config.for_env("ALE/Pong-v5").to_dict()
+    assert saved.pop("center_frames") is True  # the Atari preset's
+    assert Config.from_dict(saved).center_frames is False  # as that checkpoint's network was trained

@@ -3,6 +3,7 @@ code writes, and the examples of its Getting started page run."""
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from a3c.config.presets import format_presets
 from a3c.run.console import Console
 from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsSettings, MetricsWriter
 from a3c.run.phases import MILESTONES
@@ -120,3 +122,6 @@ def test_the_site_builds_without_a_warning(tmp_path):
     assert result.returncode == 0, result.stderr
     cli_page = (tmp_path / "reference" / "cli" / "index.html").read_text()
     assert "--center-values" in cli_page and "--confirm-episodes" in cli_page  # generated from click
+    presets_page = (tmp_path / "guides" / "environments" / "index.html").read_text()
+    pong = next(line for line in format_presets().splitlines() if line.startswith("ALE/Pong-v5"))
+    assert html.escape(pong, quote=False) in presets_page and "a3c presets -->" not in presets_page  # from the code

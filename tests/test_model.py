@@ -14,7 +14,7 @@ from torch.testing import assert_close
 from a3c.config.settings import Config
 from a3c.envs.spec import EnvSpec
 from a3c.learn.policies import NumpyPolicy, TorchPolicy
-from a3c.nets.actor_critic import ActorCritic, NoisyLinear, StockOptions
+from a3c.nets.actor_critic import ActorCritic, NoisyLinear, ScaleFrames, StockOptions
 from a3c.nets.factory import build_model
 from a3c.nets.flat import attach_flat_gradient
 
@@ -193,3 +193,39 @@ def test_a_frames_encoder_starts_with_its_output_varying_with_the_frame(obs_shap
     for layer in model.encoder.modules():
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             assert torch.count_nonzero(layer.bias) == 0  # no constant for the frames to drown in
+
+
+def pong_like_frames(count: int, generator: torch.Generator) -> torch.Tensor:
+    """A grey field between two white walls: a 2-pixel ball and the agent's paddle where the frames differ."""
+    frames = torch.full((count, 4, 84, 84), 87, dtype=torch.uint8)
+    frames[:, :, :6, :] = frames[:, :, 78:, :] = 236
+    for frame in frames:
+        row, column, paddle = torch.randint(8, 74, (3,), generator=generator).tolist()
+        frame[:, row : row + 2, column] = 236
+        frame[:, paddle : paddle + 8, 76:78] = 147
+    return frames
+
+
+def frame_varying_share(center_frames: bool) -> float:
+    """The part of a fresh encoder's output that tells Pong-like frames apart, over its rms."""
+    torch.manual_seed(0)
+    model = ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(256,), center_frames=center_frames))
+    with torch.no_grad():
+        features = model.encoder(pong_like_frames(256, torch.Generator().manual_seed(1)))
+    return (features.std(dim=0).mean() / features.pow(2).mean().sqrt()).item()
+
+
+def test_centred_frames_lift_a_small_object_out_of_a_bright_background():
+    # the grey's level passes the convolutions as a constant most of the output is made of (about 98%
+    # here); each frame less its mean leaves the ball and the paddle
+    assert frame_varying_share(center_frames=False) < 0.03
+    assert frame_varying_share(center_frames=True) > 0.045
+
+
+def test_centred_frames_are_each_frame_less_its_own_mean():
+    frames = torch.randint(0, 256, (3, 4, 10, 12), dtype=torch.uint8)
+    scaled = frames.float() / 255
+    torch.testing.assert_close(ScaleFrames()(frames), scaled)
+    centred = ScaleFrames(center=True)(frames)
+    torch.testing.assert_close(centred, scaled - scaled.mean(dim=(-2, -1), keepdim=True))
+    assert centred.mean(dim=(-2, -1)).abs().max() < 1e-6 and frames.dtype == torch.uint8  # the input untouched

@@ -32,6 +32,7 @@ SHAPES = {  # id: (obs_shape, StockOptions fields)
     "small-frames": ((3, 10, 10), {"core": "none"}),  # MinAtar's: one convolution
     "frames-lstm-bfloat16": ((2, 36, 36), {"bfloat16": True}),  # the convolutions under autocast
     "small-frames-bfloat16": ((3, 10, 10), {"core": "none", "bfloat16": True}),
+    "frames-lstm-centred": ((2, 36, 36), {"center_frames": True}),
 }
 
 

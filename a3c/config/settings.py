@@ -43,6 +43,9 @@ class Config:
     # "Reward scale 0.1 and the value-loss coefficient")
     reward_scale: float = 0.1
     normalize_obs: bool = False  # running mean/std of observations, shared by the workers
+    # frames: each frame less its own mean pixel before the convnet; on for Atari, where Pong's grey
+    # background hid the ball from the critic (docs/design/choices.md, "Centred frames")
+    center_frames: bool = False
     # on: the value head learns the return less the running mean of the value targets (shared by the
     # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
     # more (on Acrobot, Adam saturated it instead), off for feed-forward networks, which reach
@@ -325,6 +328,7 @@ STRUCTURAL_FIELDS = (
     "model",
     "optimizer",
     "normalize_obs",
+    "center_frames",
     "center_values",
     "critic",
 )

@@ -10,3 +10,8 @@ def is_atari(env_id: str) -> bool:
 
 def is_minatar(env_id: str) -> bool:
     return env_id.startswith("MinAtar/")
+
+
+def atari_game(env_id: str) -> str:
+    """The game of an ALE/ id: "ALE/Pong-v5" -> "Pong"."""
+    return env_id.split("/", 1)[1].rsplit("-v", 1)[0]

@@ -59,10 +59,19 @@ class NoisyLinear(nn.Module):
 
 
 class ScaleFrames(nn.Module):
-    """uint8 pixels travel and are stored as bytes; the network sees floats in [0, 1]."""
+    """uint8 pixels travel and are stored as bytes; the network sees floats in [0, 1], or with `center` each
+    frame less its own mean: a bright background's level, which drowned Pong's ball in the first
+    convolution's sums, removed (docs/design/choices.md, "Centred frames")."""
+
+    def __init__(self, center: bool = False):
+        super().__init__()
+        self.center = center
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        return frames.to(torch.float32, copy=True).mul_(1.0 / 255.0)  # in place on the copy: one pass fewer
+        scaled = frames.to(torch.float32, copy=True).mul_(1.0 / 255.0)  # in place on the copy: one pass fewer
+        if self.center:
+            scaled -= scaled.mean(dim=(-2, -1), keepdim=True)
+        return scaled
 
 
 def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:
@@ -77,10 +86,13 @@ def mlp(in_features: int, hidden_sizes: tuple[int, ...]) -> list[nn.Module]:
 SMALL_FRAMES = 32  # pixels: frames under this side (MinAtar's 10 x 10) are too small for the A3C convnet
 
 
-def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...], bfloat16: bool = False) -> nn.Sequential:
+def encoder(
+    obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...], bfloat16: bool = False, center_frames: bool = False
+) -> nn.Sequential:
     """An MLP for a flat observation; for frames [C, H, W] (uint8) a convnet first, cheap on a CPU: the
     A3C paper's (8x8 stride 4, then 4x4 stride 2), or for small frames the MinAtar paper's (one 3x3
-    convolution of 16 channels); its convolutions in bfloat16 with `bfloat16` (a3c/nets/precision.py)."""
+    convolution of 16 channels); its convolutions in bfloat16 with `bfloat16` (a3c/nets/precision.py), each
+    frame centred with `center_frames` (ScaleFrames)."""
     if len(obs_shape) == 1:
         return nn.Sequential(*mlp(obs_shape[0], hidden_sizes))
     channels, height, width = obs_shape
@@ -92,7 +104,7 @@ def encoder(obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...], bfloat16:
             bfloat16=bfloat16,
         )  # fmt: skip
     frames_encoder = nn.Sequential(
-        ScaleFrames(), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes)
+        ScaleFrames(center_frames), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes)
     )  # keys as in 0.1
     preserve_signal(frames_encoder)
     return frames_encoder
@@ -213,6 +225,7 @@ class StockOptions:
     center_values: bool = False
     own_critic: bool = False
     bfloat16: bool = False  # the frames encoder's convolutions under bfloat16 autocast
+    center_frames: bool = False  # each frame less its own mean pixel
 
 
 class ActorCritic(Network):
@@ -239,7 +252,9 @@ class ActorCritic(Network):
         super().__init__(obs_shape, num_actions, options.continuous, options.normalize_obs, options.center_values)
         hidden_sizes = tuple(options.hidden_sizes)
         self.hidden_size = hidden_sizes[-1]
-        make_encoder = own_encoder or (lambda: encoder(obs_shape, hidden_sizes, options.bfloat16))
+        make_encoder = own_encoder or (
+            lambda: encoder(obs_shape, hidden_sizes, options.bfloat16, options.center_frames)
+        )
         self.encoder = make_encoder()
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if options.core == "lstm" else None
         if self.lstm is not None:

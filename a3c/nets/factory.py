@@ -24,6 +24,7 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
         center_values=centers_values(config),
         own_critic=config.critic == "own",
         bfloat16=resolved_precision(config.precision) == "bfloat16",
+        center_frames=config.center_frames,
     )
 
 
