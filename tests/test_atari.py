@@ -112,7 +112,9 @@ def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["clip_rewards"] is True and config["envs_per_process"] == 4 and config["core"] == "lstm"  # the preset
+    assert (
+        config["clip_rewards"] is True and config["envs_per_process"] == 16 and config["center_frames"] is True
+    )  # the preset
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["env_steps"] >= 400 and summary["stop_reason"] == "max_steps"
     assert (run_dir / "checkpoints" / "last.pt").exists()
