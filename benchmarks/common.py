@@ -15,6 +15,8 @@ from pathlib import Path
 
 import matplotlib
 
+from a3c.config.options import as_option, option_name, option_value
+
 matplotlib.use("Agg")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,11 +36,10 @@ def trainer_command(run_dir: Path, repo: Path = REPO, **options) -> list[str]:
     the checkout whose main.py runs (another one for a side-by-side run of older code)."""
     command = [PYTHON, str(repo / "main.py"), "--run-dir", str(run_dir)]
     for name, value in options.items():
-        flag = name.replace("_", "-")
-        if isinstance(value, bool):  # an on/off flag: --name or --no-name
-            command.append(f"--{flag}" if value else f"--no-{flag}")
+        if isinstance(value, bool):  # an on/off flag: --name or --no-name, as the presets print it
+            command.append(as_option(name, value))
         else:
-            command += [f"--{flag}", str(value)]
+            command += [option_name(name), option_value(value)]
     return command
 
 
