@@ -10,8 +10,12 @@ random play scores about 0.27 a life of Breakout, about -20.7 a game of Pong. Re
 return at the first row at or past 100k env steps (still random play), at 400k, and the last full row
 within the budget; median and range over seeds. Each `--setting
 NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); several run side by side,
-interleaved by seed; an option given there wins over the preset's and the 4 processes.
-`--from-runs DIR ...` summarises runs already made (named NAME-seedS).
+interleaved by seed; an option given there wins over the preset's and the 4 processes: `--setting
+"NAME:--eval-episodes 4"` keeps the preset's evaluator, and its greedy games (eval.csv: the mean of each
+evaluation, against minutes from the trainer's start) are reported beside, with the target's confirmation
+where the game has one (Pong's +18: the run stops once 10 new greedy games confirm it).
+`--from-runs DIR ...` summarises runs already made (named NAME-seedS); `--from-results FILE ...` joins
+results files of one setting (one seed a file: an hour each need not run in one sitting).
 """
 
 from __future__ import annotations
@@ -27,11 +31,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from common import environment, print_table, run_timed, save_results, trainer_command
 
+from a3c.config.options import as_option
+from a3c.config.presets import ATARI_TARGETS
+
 RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
-SHAPE = ("core", "envs_per_process", "t_max", "lr")  # what --from-runs names a setting by
+SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}  # what
+# --from-runs names a setting by, with the value of a key older configs lack
+GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
+ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time (about a minute) before the end
 
 
 def run_seed(env: str, seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
@@ -56,6 +66,33 @@ def curve(run_dir: Path, minutes: float) -> list[dict]:
     return rows[:-1] if len(rows) > 1 and rows[-1]["env_steps"] - rows[-2]["env_steps"] < ROW_STEPS // 2 else rows
 
 
+def greedy(run_dir: Path, minutes: float) -> list[dict]:
+    """eval.csv's rows within the budget (none without an evaluator): minutes from the trainer's start, env
+    steps, the mean greedy return, whether the row is a confirmation on new games."""
+    path = run_dir / "eval.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as file:
+        rows = [
+            {
+                "minutes": float(row["wall_seconds"]) / 60,
+                "env_steps": int(row["env_steps"]),
+                "return": float(row["mean_return"]),
+                "episodes": int(row["episodes"]),
+                "confirmation": row["confirmation"] == "1",
+            }
+            for row in csv.DictReader(file)
+        ]
+    return [row for row in rows if row["minutes"] <= minutes]
+
+
+def outcome(run_dir: Path) -> dict:
+    """summary.json's verdict: solved (a confirmed target), when, and the confirmation's mean."""
+    summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    keys = ("solved", "solved_env_steps", "solved_wall_seconds", "confirmed_return", "confirmed_episodes")
+    return {key: summary.get(key) for key in keys}
+
+
 def at_steps(rows: list[dict], steps: int) -> dict | None:
     return next((row for row in rows if row["env_steps"] >= steps), None)
 
@@ -64,22 +101,40 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
-def plot(runs: dict[int, list[dict]], env: str, title: str):
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4))
-    for seed, rows in runs.items():
-        steps = [row["env_steps"] for row in rows]
-        axes[0].plot(steps, [row["return"] for row in rows], label=f"seed {seed}")
-        axes[1].plot(steps, [row["entropy"] for row in rows], label=f"seed {seed}")
+def measured(run_dir: Path, minutes: float) -> dict:
+    """One seed's run: its training curve, its greedy evaluations and its verdict."""
+    return {"train": curve(run_dir, minutes), "greedy": greedy(run_dir, minutes), "outcome": outcome(run_dir)}
+
+
+def plot(runs: dict[int, dict], env: str, title: str):
+    with_greedy = any(run["greedy"] for run in runs.values())
+    figure, axes = plt.subplots(1, 3 if with_greedy else 2, figsize=(18 if with_greedy else 12, 4))
+    for seed, run in runs.items():
+        steps = [row["env_steps"] for row in run["train"]]
+        axes[0].plot(steps, [row["return"] for row in run["train"]], label=f"seed {seed}")
+        axes[1].plot(steps, [row["entropy"] for row in run["train"]], label=f"seed {seed}")
+        if with_greedy:
+            evaluations = [row for row in run["greedy"] if not row["confirmation"]]
+            axes[2].plot(
+                [row["minutes"] for row in evaluations],
+                [row["return"] for row in evaluations],
+                marker="o",
+                label=f"seed {seed}",
+            )
     axes[0].axhline(
-        statistics.median(at_steps(rows, MARKS[0])["return"] for rows in runs.values()),
+        statistics.median(at_steps(run["train"], MARKS[0])["return"] for run in runs.values()),
         color="grey",
         linestyle=":",
         label="median at 100k (random play)",
     )
     axes[0].set_ylabel("mean return of the training episodes of each 100k env steps")
     axes[1].set_ylabel("policy entropy (ln of the actions: uniform)")
-    for axis in axes:
+    for axis in axes[:2]:
         axis.set_xlabel("env steps")
+    if with_greedy:
+        axes[2].set_xlabel("minutes from the trainer's start")
+        axes[2].set_ylabel("greedy return, mean of each evaluation's games")
+    for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle(f"{env}, {title}, on 2 cores")
@@ -102,54 +157,61 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--out", help="the results file's name, with one setting (default: atari_learn-NAME)")
     parser.add_argument("--runs-dir", type=Path, help="keep the run dirs here (default: a temporary folder)")
-    parser.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
+    sources = parser.add_mutually_exclusive_group()
+    sources.add_argument("--from-runs", type=Path, nargs="+", help="summarise these run dirs instead of training")
+    sources.add_argument("--from-results", type=Path, nargs="+", help="join these results files of one setting")
     args = parser.parse_args()
     info = environment()
     if args.from_runs:
         settings, runs = runs_made(args.from_runs, args.minutes)
+    elif args.from_results:
+        settings, runs = results_made(args.from_results)
     else:
         settings = dict(setting.split(":", 1) for setting in args.setting or ["preset:"])
     if args.out and len(settings) > 1:
         parser.error("--out names one setting's results")
-    if not args.from_runs:
+    if not (args.from_runs or args.from_results):
         runs = train(settings, args)
     for name, setting_runs in runs.items():
         report(setting_runs, args.game, name, settings[name], args.minutes, info, args.out)
 
 
-def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, list[dict]]]]:
-    """The settings (named by the run dirs, NAME-seedS, described by their configs) and curves of runs made."""
+def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, dict]]]:
+    """The settings (named by the run dirs, NAME-seedS, described by their configs) and runs made."""
     settings, runs = {}, {}
     for run_dir in run_dirs:
         name, seed = run_dir.name.rsplit("-seed", 1)
-        runs.setdefault(name, {})[int(seed)] = curve(run_dir, minutes)
+        runs.setdefault(name, {})[int(seed)] = measured(run_dir, minutes)
         config = json.loads((run_dir / "config.json").read_text())
-        settings[name] = " ".join(f"--{key.replace('_', '-')} {config[key]}" for key in SHAPE)
+        settings[name] = " ".join(as_option(key, config.get(key, default)) for key, default in SHAPE.items())
     return settings, runs
 
 
-def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[int, list[dict]]]:
-    """Each setting's curve by seed, the settings interleaved by seed."""
+def results_made(files: list[Path]) -> tuple[dict[str, str], dict[str, dict[int, dict]]]:
+    """One setting's runs joined from its results files (written with the same options)."""
+    results = [json.loads(file.read_text()) for file in files]
+    if len({(result["setting"], result["options"], result["minutes"]) for result in results}) > 1:
+        raise SystemExit("--from-results: the files differ in setting, options or minutes")
+    name, options = results[0]["setting"], results[0]["options"]
+    return {name: options}, {name: {int(seed): run for result in results for seed, run in result["runs"].items()}}
+
+
+def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[int, dict]]:
+    """Each setting's runs by seed, the settings interleaved by seed."""
     runs = {name: {} for name in settings}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for name, options in settings.items():
                 run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
                 run_seed(f"ALE/{args.game}-v5", seed, args.minutes, run_dir, shlex.split(options))
-                runs[name][seed] = curve(run_dir, args.minutes)
+                runs[name][seed] = measured(run_dir, args.minutes)
     return runs
 
 
-def report(
-    runs: dict[int, list[dict]], game: str, name: str, options: str, minutes: float, info: dict, out: str | None
-) -> None:
-    env = f"ALE/{game}-v5"
-    marks = {seed: [at_steps(rows, steps) for steps in MARKS] + [rows[-1]] for seed, rows in runs.items()}
-    title = f"the Atari preset ({PROCESSES} processes) {options}".rstrip()  # options given win over the preset
-    print(
-        f"\n{env}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return "
-        f"of the training episodes of each row (random play: {RANDOM_PLAY[game]})"
-    )
+def report_training(runs: dict[int, dict]) -> None:
+    marks = {
+        seed: [at_steps(run["train"], steps) for steps in MARKS] + [run["train"][-1]] for seed, run in runs.items()
+    }
     print_table(
         ["seed", *(f"at {steps:,}" for steps in MARKS), "at the end", "env steps at the end"],
         [
@@ -164,6 +226,63 @@ def report(
             if values
             else f"{mark}: no seed got this far"
         )
+
+
+def first_minute(evaluations: list[dict], at_least: float) -> str:
+    row = next((row for row in evaluations if row["return"] >= at_least), None)
+    return "-" if row is None else f"{row['minutes']:.0f} ({row['env_steps'] / 1e6:.2f}M)"
+
+
+def report_greedy(runs: dict[int, dict], target: float | None) -> None:
+    """Each seed's greedy return at the marks (the last evaluation by then), its best, when it first passed 0
+    and the target, and whether new games confirmed the target."""
+    print("\ngreedy evaluations (mean of each evaluation's games; minutes from the trainer's start):")
+    rows = []
+    for seed, run in runs.items():
+        evaluations = [row for row in run["greedy"] if not row["confirmation"]]
+        lasted = run["train"][-1]["seconds"] / 60 + ROW_MINUTES_SLACK  # a mark past the run's end shows "-"
+        by_mark = [
+            [row for row in evaluations if row["minutes"] <= mark] if mark <= lasted else [] for mark in GREEDY_MINUTES
+        ]
+        verdict = run["outcome"]
+        rows.append(
+            [
+                seed,
+                *(f"{before[-1]['return']:.1f}" if before else "-" for before in by_mark),
+                f"{max(row['return'] for row in evaluations):.1f}" if evaluations else "-",
+                first_minute(evaluations, 0.0),
+                first_minute(evaluations, target) if target is not None else "-",
+                f"{verdict['confirmed_return']:.1f} over {verdict['confirmed_episodes']} at "
+                f"{verdict['solved_wall_seconds'] / 60:.0f} min"
+                if verdict["solved"]
+                else "no",
+            ]
+        )
+    print_table(
+        [
+            "seed",
+            *(f"at {mark} min" for mark in GREEDY_MINUTES),
+            "best",
+            "first >= 0: min (steps)",
+            f"first >= {target}",
+            "target confirmed",
+        ],
+        rows,
+    )
+
+
+def report(
+    runs: dict[int, dict], game: str, name: str, options: str, minutes: float, info: dict, out: str | None
+) -> None:
+    env = f"ALE/{game}-v5"
+    title = f"the Atari preset ({PROCESSES} processes) {options}".rstrip()  # options given win over the preset
+    print(
+        f"\n{env}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return "
+        f"of the training episodes of each row (random play: {RANDOM_PLAY[game]})"
+    )
+    report_training(runs)
+    if any(run["greedy"] for run in runs.values()):
+        report_greedy(runs, ATARI_TARGETS.get(game))
     save_results(
         out or f"atari_learn-{name}" + ("" if game == "Breakout" else f"-{game.lower()}"),
         {**info, "env": env, "setting": name, "options": options, "minutes": minutes, "runs": runs},

@@ -13,7 +13,9 @@ import pytest
 from a3c.learn.checkpoint import load_checkpoint
 
 from .conftest import (
+    alive,
     assert_one_line_usage_error,
+    children,
     fill,
     interrupt,
     metrics_rows,
@@ -121,6 +123,30 @@ def test_a_hung_evaluator_is_killed_and_restarted_and_evaluates_again(tmp_path):
     wait_for_metrics_rows(run_dir, 1, name="eval.csv")  # the first evaluation hung: rows come from the new evaluator
     err = interrupt(process)
     assert "the evaluator showed no progress for 3 s (--worker-timeout) and was killed; restarting it (1/3)" in err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_second_ctrl_c_during_a_slow_stop_quits_at_once_and_still_writes_the_summary(tmp_path):
+    run_dir = tmp_path / "run"
+    process = start_hanging(
+        "a3c-evaluator",
+        tmp_path,
+        *("--eval-interval", "0.2", "--eval-episodes", "2", "--worker-timeout", "0"),  # hung for good
+        *("--checkpoint-interval", "0.5", "--log-interval", "500", "--run-dir", str(run_dir)),
+    )
+    pids = children(process.pid)
+    wait_for_metrics_rows(run_dir, 2)
+    wait_for_file(run_dir / "checkpoints" / "last.pt")
+    process.send_signal(signal.SIGINT)  # the hung evaluator holds the clean stop for its grace seconds
+    time.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert not any(alive(pid) for pid in pids)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["quit_at_once"] and summary["stop_reason"] == "interrupted" and summary["env_steps"] > 0
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] > 0
 
 
 @pytest.mark.slow

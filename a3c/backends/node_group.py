@@ -29,7 +29,7 @@ from a3c.config.settings import Config
 from a3c.envs.make import env_spec
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import Failure, Notice, Update
-from a3c.parallel.processes import Heartbeats, Shared, one_thread, shared_model, start_method, worker_turns
+from a3c.parallel.processes import Heartbeats, Shared, StopFlag, one_thread, shared_model, start_method, worker_turns
 
 STOPPED, GLOBAL_LOST = "stopped", "global_model_lost"  # how run() ends, besides the local backend's reasons
 
@@ -68,7 +68,12 @@ class NodeGroup:
         ctx = mp.get_context(start_method(config))
         workers = config.num_processes
         self.shared = Shared(
-            model, optimizer, StepCounter(ctx, workers), ctx.Event(), worker_turns(ctx, local), Heartbeats(ctx, workers)
+            model,
+            optimizer,
+            StepCounter(ctx, workers),
+            StopFlag(ctx),
+            worker_turns(ctx, local),
+            Heartbeats(ctx, workers),
         )
         self.outbox = Outbox(index, index * workers)
         self.backend = LocalBackend(

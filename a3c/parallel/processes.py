@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from threadpoolctl import threadpool_limits
@@ -39,6 +39,31 @@ class Heartbeats:
         return time.monotonic() - self.times[slot]
 
 
+class StopFlag:
+    """The run's stop request, one shared byte. Not a multiprocessing Event: setting an Event notifies its
+    waiters and waits for each to wake, so a process killed while it waited (SIGTERM to a whole process
+    group, as Slurm's scancel sends it) left the trainer's set() waiting for ever; a byte has no waiters
+    and no lock for a dead process to leave held."""
+
+    POLL_SECONDS = 0.05  # how soon a waiting process sees the stop
+
+    def __init__(self, ctx):
+        self.flag = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self.flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self.flag.value)
+
+    def wait(self, timeout: float) -> bool:
+        """Until set or `timeout` seconds have passed; whether it is set."""
+        deadline = time.monotonic() + timeout
+        while not self.is_set() and time.monotonic() < deadline:
+            time.sleep(min(self.POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        return self.is_set()
+
+
 @dataclass
 class Shared:
     """What every process of a run shares: handed over once, when the process starts."""
@@ -46,7 +71,7 @@ class Shared:
     model: Network  # parameters are views of optimizer.params[0], in shared memory
     optimizer: SharedOptimizer
     env_steps: StepCounter
-    stop: Any  # multiprocessing Event
+    stop: StopFlag
     turns: Optional[Turns] = None  # None: every worker acts at once
     heartbeats: Optional[Heartbeats] = None  # None: no watchdog (--worker-timeout 0)
 
@@ -65,7 +90,9 @@ def one_thread() -> None:
 def become_child_process() -> None:
     """Settings every worker and evaluator process needs first."""
     one_thread()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the trainer decides
+    # Ctrl-C, a closed terminal and a scheduler's warning reach the whole group: the trainer decides
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

@@ -38,6 +38,7 @@ SQL_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # MLflow stores that n
 CHILD_CODE = "import sys; sys.path[0] = sys.argv.pop(1); from a3c.run.tracking import main; main(sys.argv[1:])"
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 END_WAIT_NOTICE_SECONDS = 1.0
+PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL, "try again": a run stopped at a scheduler's warning, to be resumed
 _started: dict[str, subprocess.Popen] = {}  # by prestart(), for the run's Tracker to take
 
 
@@ -211,10 +212,10 @@ class MlflowRun:
         for path in files:
             folder = path.parent.relative_to(run_dir).as_posix()
             self.client.log_artifact(self.run_id, str(path), None if folder == "." else folder)
-        # a signal's exit code (Ctrl-C: 130, SIGTERM: 143) is a run stopped from outside
-        self.client.set_terminated(
-            self.run_id, "FINISHED" if exit_code == 0 else "KILLED" if exit_code > 128 else "FAILED"
-        )
+        # a signal's exit code (Ctrl-C: 130, SIGTERM: 143) or a scheduler's warning's (75) is a run stopped from
+        # outside
+        stopped = exit_code > 128 or exit_code == PREEMPTED_EXIT_CODE
+        self.client.set_terminated(self.run_id, "FINISHED" if exit_code == 0 else "KILLED" if stopped else "FAILED")
 
 
 def experiment_id(client, name: str) -> str:
@@ -287,7 +288,7 @@ def output_to(path: Path) -> None:
 
 def main(argv: list[str]) -> None:
     # however the run is stopped, the trainer's end (the summary, or the end of stdin) ends this process
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(signum, signal.SIG_IGN)
     (kind,) = argv
     try:

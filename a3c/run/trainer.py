@@ -27,18 +27,20 @@ from a3c.nets.actor_critic import Network
 from a3c.nets.precision import Convolutions, describe_precision
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import WriteFailed
-from a3c.parallel.processes import Heartbeats, Shared, shared_model, start_method, worker_turns
+from a3c.parallel.processes import Heartbeats, Shared, StopFlag, shared_model, start_method, worker_turns
 from a3c.run.callbacks import Callbacks
 from a3c.run.capacity import check_machine
 from a3c.run.console import Console
 from a3c.run.lock import RunLock
 from a3c.run.metrics import MetricsSettings, MetricsWriter, drop_rows_after
 from a3c.run.phases import Phases, format_phases
-from a3c.run.tracking import Tracker, require_tracker
+from a3c.run.tracking import PREEMPTED_EXIT_CODE, Tracker, require_tracker
 
 EXIT_CODES = {
     "interrupted": 130,
     "terminated": 143,
+    "hangup": 129,
+    "preempted": PREEMPTED_EXIT_CODE,
     "worker_failed": 1,
     "evaluator_failed": 1,
     "diverged": 1,
@@ -165,23 +167,38 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     )
 
 
-class Interrupts:
-    """The first SIGINT/SIGTERM asks for a clean stop; a second one kills everything at once, and so
-    does an exception leaving the block (a fault of the trainer itself: no child may outlive it).
+# SIGUSR1: a scheduler's warning before its time limit (Slurm's --signal=USR1@60): stop, keep last.pt and
+# exit with EXIT_CODES["preempted"], which a requeueing script answers with --resume
+STOP_SIGNALS = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hangup",
+    signal.SIGUSR1: "preempted",
+}
+# GNU timeout signals the trainer, then its process group: one request arriving twice within microseconds
+SAME_REQUEST_SECONDS = 1.0
 
-    The handler only records the signal: the main loop reacts, so no lock is ever
-    taken inside a signal handler.
+
+class Interrupts:
+    """The first of STOP_SIGNALS asks for a clean stop; the same signal again within SAME_REQUEST_SECONDS is
+    the same request; any later one kills everything at once and calls `on_quit` with the stop reason (it
+    writes summary.json), and an exception leaving the block kills everything too (a fault of the trainer
+    itself: no child may outlive it).
+
+    The handler only records the first signal: the main loop reacts, so no lock is ever
+    taken inside a signal handler for a clean stop.
     """
 
-    def __init__(self, kill_children):
+    def __init__(self, kill_children, on_quit=lambda stop_reason: None):
         self.received: Optional[int] = None
-        self.kill_children = kill_children
+        self.received_at = 0.0
+        self.kill_children, self.on_quit = kill_children, on_quit
         self._previous = {}
 
     def __enter__(self) -> "Interrupts":
         if threading.current_thread() is not threading.main_thread():
             return self  # only the main thread may set handlers; a caller's thread stops the run otherwise
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
@@ -191,11 +208,18 @@ class Interrupts:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
+    @property
+    def stop_reason(self) -> Optional[str]:
+        return None if self.received is None else STOP_SIGNALS[self.received]
+
     def _handle(self, signum, frame) -> None:
         if self.received is None:
-            self.received = signum
+            self.received, self.received_at = signum, time.monotonic()
+            return
+        if signum == self.received and time.monotonic() - self.received_at < SAME_REQUEST_SECONDS:
             return
         self.kill_children()
+        self.on_quit(self.stop_reason)
         os._exit(128 + signum)
 
 
@@ -296,7 +320,7 @@ def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_cal
         setup.model,
         setup.optimizer,
         StepCounter(ctx, config.num_processes, setup.env_steps),
-        ctx.Event(),
+        StopFlag(ctx),
         worker_turns(ctx, config),
         Heartbeats(ctx, config.num_processes),
     )
@@ -330,7 +354,7 @@ def drive(parts: RunParts) -> str:
     """Start the processes and pass their messages on, with a checkpoint every checkpoint_interval, until a
     reason to stop holds; then stop them. Returns that reason."""
     interval = parts.setup.config.checkpoint_interval
-    with Interrupts(parts.backend.kill) as interrupts:
+    with Interrupts(parts.backend.kill, lambda stop_reason: write_quit_summary(parts, stop_reason)) as interrupts:
         parts.backend.start()
         parts.phases.mark("processes_started")
         stop_reason, next_checkpoint = None, time.monotonic() + interval
@@ -343,10 +367,10 @@ def drive(parts: RunParts) -> str:
                 next_checkpoint = time.monotonic() + interval
             stop_reason = reason_to_stop(parts, interrupts)
         parts.phases.mark("stopped")
-        if stop_reason in ("interrupted", "terminated"):
+        if stop_reason in STOP_SIGNALS.values():
             parts.console.message(
                 "stopping: finishing the current updates and writing the checkpoint "
-                "(press Ctrl-C again to quit at once)"
+                "(press Ctrl-C again to quit at once; last.pt then holds the last checkpoint written)"
             )
         parts.backend.stop(parts.handle)
     return stop_reason
@@ -356,8 +380,8 @@ def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
     """The first reason to stop the run that holds now, in this order; None to train on."""
     if parts.disk.failed:
         return "write_failed"
-    if interrupts.received is not None:
-        return "interrupted" if interrupts.received == signal.SIGINT else "terminated"
+    if interrupts.stop_reason is not None:
+        return interrupts.stop_reason
     if parts.callbacks.stop_reason is not None:
         return parts.callbacks.stop_reason
     if parts.writer.diverged:
@@ -384,17 +408,31 @@ def close_run(parts: RunParts, stop_reason: str) -> TrainResult:
     disk.write(writer.close, always=True)
     if disk.failed:
         stop_reason = "write_failed"
-    config = parts.setup.config
-    summary = {
-        **writer.summary(config.env, env_steps, config.target_return, stop_reason),
-        **parts.backend.report(),
-        "phases": parts.phases.report(),
-    }
+    summary = run_summary(parts, env_steps, stop_reason)
     disk.write(write_summary, run_dir / "summary.json", summary)
     writer.print_progress()
     parts.console.message(format_summary(summary))
     parts.callbacks.call("on_end", summary)
     return TrainResult(summary, run_dir)
+
+
+def run_summary(parts: RunParts, env_steps: int, stop_reason: str) -> dict:
+    """What summary.json holds."""
+    config = parts.setup.config
+    return {
+        **parts.writer.summary(config.env, env_steps, config.target_return, stop_reason),
+        **parts.backend.report(),
+        "phases": parts.phases.report(),
+        "quit_at_once": False,
+    }
+
+
+def write_quit_summary(parts: RunParts, stop_reason: str) -> None:
+    """summary.json of a run quit at once (a second request to stop), its processes already killed: the stop
+    reason of the first request, the env steps counted, `quit_at_once` true; last.pt stays the last one
+    written whole (checkpoints are written to a temporary file and renamed)."""
+    summary = {**run_summary(parts, parts.shared.env_steps.total(), stop_reason), "quit_at_once": True}
+    parts.disk.write(write_summary, parts.setup.run_dir / "summary.json", summary)
 
 
 def write_summary(path: Path, summary: dict) -> None:

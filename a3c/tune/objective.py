@@ -107,7 +107,7 @@ def objective(study: Study, trial) -> float:
     """A trial: one run per seed of the sampled settings; the mean learning area."""
     import optuna
 
-    from a3c.run.trainer import train
+    from a3c.run.trainer import STOP_SIGNALS, train
 
     settings = suggest(trial, load_space(study.space_file))
     started, env_steps, areas, solved = time.monotonic(), 0, [], []
@@ -116,7 +116,7 @@ def objective(study: Study, trial) -> float:
         config = study.trial_config(settings, index, run_dir)
         reporter = TrialReporter(trial, index, study.max_steps, sum(areas), study.seeds)
         summary = train(config, print_fn=silent, callbacks=[reporter]).summary
-        if summary["stop_reason"] in ("interrupted", "terminated"):
+        if summary["stop_reason"] in STOP_SIGNALS.values():
             optuna.logging.set_verbosity(optuna.logging.ERROR)  # no "trial failed" warning with a traceback
             raise Interrupted()
         env_steps += summary["env_steps"]
