@@ -3,7 +3,7 @@
 Contenders, interleaved over --repeats in one invocation (the machine's speed drifts between sittings):
 - this checkout with the Atari preset (ALE's vector env, the LSTM on 16 envs x t-max 20, centred frames);
 - the preset on 4 and on 2 processes against 8: what the processes beyond the cores cost or give;
-- the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py);
+- the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py), on 8 and on 4 processes;
 - versions 0.12-0.14's preset (4 envs x t-max 20): what the wider acting batches give;
 - feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's cost;
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
@@ -102,6 +102,10 @@ def main() -> None:
         "this checkout, preset, 4 processes (two a core)": (REPO, {"num_processes": 4}),
         "this checkout, preset, 2 processes (one a core)": (REPO, {"num_processes": 2}),
         "this checkout, preset, --precision bfloat16": (REPO, {"precision": "bfloat16"}),
+        "this checkout, preset, 4 processes, --precision bfloat16": (
+            REPO,
+            {"num_processes": 4, "precision": "bfloat16"},
+        ),
         "this checkout, 0.12-0.14's preset: 4 envs x t-max 20, frames as they are": (
             REPO,
             {"envs_per_process": 4, "lr": 4e-4, "center_frames": False},

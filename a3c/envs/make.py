@@ -9,6 +9,7 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
+from a3c.envs.deep_sea import register_deep_sea
 from a3c.envs.families import is_atari, is_minatar
 from a3c.envs.masks import ActionMaskInObservation, with_action_mask, with_action_mask_moved
 from a3c.envs.parts import FlatObservation, with_flat_observation
@@ -94,6 +95,7 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
         elif is_minatar(env_id):
             env = make_minatar(env_id, render_mode)
         else:
+            register_deep_sea(env_id)  # a3c/DeepSeaN-v0: any N, made on demand
             env = gym.make(env_id, disable_env_checker=True, **rendering(render_mode))
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
