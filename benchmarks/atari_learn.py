@@ -38,8 +38,8 @@ RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 ROW_STEPS = 100_000  # the Atari preset's log interval
-SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}  # what
-# --from-runs names a setting by, with the value of a key older configs lack
+# what --from-runs names a setting by, with the value of a key older configs lack
+SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}
 GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
 ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time (about a minute) before the end
 
@@ -255,6 +255,8 @@ def report_greedy(runs: dict[int, dict], target: float | None) -> None:
                 f"{verdict['confirmed_return']:.1f} over {verdict['confirmed_episodes']} at "
                 f"{verdict['solved_wall_seconds'] / 60:.0f} min"
                 if verdict["solved"]
+                else f"no: {verdict['confirmed_return']:.1f} over {verdict['confirmed_episodes']}"
+                if verdict["confirmed_return"] is not None
                 else "no",
             ]
         )

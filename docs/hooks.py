@@ -1,5 +1,6 @@
-"""MkDocs hooks: the benchmark plots under benchmarks/results/ appear in the site as results/plots/*.png,
-so the results pages show the files the benchmarks write, not copies that could go stale; and the
+"""MkDocs hooks: the benchmark plots and films under benchmarks/results/ appear in the site as
+results/plots/*.png and *.mp4, so the results pages show the files the benchmarks write, not copies
+that could go stale; and the
 marker PRESETS_MARKER in a page becomes what `a3c presets` prints, from the code."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ PRESETS_MARKER = "<!-- a3c presets -->"
 
 
 def on_files(files, config):
-    for plot in sorted(RESULTS.glob("*.png")):
-        files.append(File.generated(config, f"results/plots/{plot.name}", abs_src_path=str(plot)))
+    for artifact in sorted([*RESULTS.glob("*.png"), *RESULTS.glob("*.mp4")]):
+        files.append(File.generated(config, f"results/plots/{artifact.name}", abs_src_path=str(artifact)))
     return files
 
 
