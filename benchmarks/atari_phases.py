@@ -11,7 +11,8 @@ step, the weights read back. Its phases are timed by wrapping the methods that d
 - optimizer step and weights hand-off: the shared Adam's step and the copy of the shared weights.
 Beside it, measured alone on this machine: the emulator (ALE's vector env with random actions, one
 process per core) and each candidate network's forward plus backward a sample, float32 and bfloat16
-(autocast), at the batch sizes a worker uses (4 envs to act, 80 transitions to learn).
+(autocast), at the batch sizes a worker of the preset uses (its envs to act, envs x t-max transitions to
+learn).
 """
 
 from __future__ import annotations
@@ -146,16 +147,16 @@ class EncoderAndCell(nn.Module):
         return self.cell(self.encoder(frames))[0]
 
 
-def network_rates(seconds: float) -> list[dict]:
-    """Samples/s of each candidate network, one thread: forward alone at batch 4 (acting), forward plus
-    backward at batch 80 (an update); float32 and bfloat16."""
+def network_rates(seconds: float, batches: tuple[int, int]) -> list[dict]:
+    """Samples/s of each candidate network, one thread: forward alone at the acting batch, forward plus
+    backward at the update's (batches: the two sizes); float32 and bfloat16."""
     torch.set_num_threads(1)
     rows = []
     for name, (convs_of, side) in CANDIDATES.items():
         model = EncoderAndCell(convs_of(4), side)
         params = sum(p.numel() for p in model.parameters())
         for bfloat16 in (False, True):
-            act, learn = (torch.randint(0, 256, (batch, 4, side, side), dtype=torch.uint8) for batch in (4, 80))
+            act, learn = (torch.randint(0, 256, (batch, 4, side, side), dtype=torch.uint8) for batch in batches)
             rows.append({"network": name, "dtype": "bfloat16" if bfloat16 else "float32", "parameters": params,
                          "act": samples_per_second(model, act, bfloat16, False, seconds),
                          "learn": samples_per_second(model, learn, bfloat16, True, seconds)})  # fmt: skip
@@ -182,10 +183,12 @@ def main() -> None:
         [[phase, f"{seconds / worker['seconds']:.1%}", f"{1e6 * seconds / worker['env_steps']:,.0f}"]
          for phase, seconds in sorted(worker["phases"].items(), key=lambda item: -item[1])],
     )  # fmt: skip
-    networks = network_rates(args.network_seconds)
+    preset = Config.for_env(ENV)
+    act, learn = preset.envs_per_process, preset.envs_per_process * preset.t_max  # a worker's envs; its rollout
+    networks = network_rates(args.network_seconds, (act, learn))
     print("\nEach candidate encoder (convnet, 256 units, an LSTM cell of 256), one thread, samples/s:")
     print_table(
-        ["network", "dtype", "parameters", "act (batch 4, forward)", "learn (batch 80, forward + backward)"],
+        ["network", "dtype", "parameters", f"act (batch {act}, forward)", f"learn (batch {learn}, forward + backward)"],
         [[row["network"], row["dtype"], f"{row['parameters']:,}", f"{row['act']:,.0f}", f"{row['learn']:,.0f}"]
          for row in networks],
     )  # fmt: skip
