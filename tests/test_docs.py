@@ -40,7 +40,7 @@ def test_the_run_directory_page_lists_every_column_the_code_writes(tmp_path):
     writer = MetricsWriter(
         MetricsSettings(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0), 0.0, Console(lambda *a, **k: None)
     )
-    local_keys = set(writer.summary("CartPole-v1", 0, 475.0, "max_steps")) | {"phases"}
+    local_keys = set(writer.summary("CartPole-v1", 0, 475.0, "max_steps")) | {"phases", "quit_at_once"}  # the trainer's
     writer.close()
     assert set(table_rows(page, "summary.json")) == local_keys | RAY_SUMMARY_KEYS
     phases_row = next(line for line in page.read_text().splitlines() if line.startswith("| `phases`"))
