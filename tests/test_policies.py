@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from a3c.learn.policies import NumpyPolicy, TorchPolicy, make_policy
+from a3c.learn.policies import NumpyPolicy, TorchPolicy, make_policy, numpy_policy
 from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 
@@ -127,6 +127,12 @@ def test_the_numpy_backward_pass_equals_autograd(shape, restarts):
         else:
             assert_close(ours[start:end], expected[start:end], rtol=1e-4, atol=1e-5, msg=name)
         start = end
+
+
+@pytest.mark.parametrize("shape", ["frames-lstm", "frames-no-core", "frames-lstm-bfloat16", "frames-lstm-own-critic"])
+def test_the_convolutions_backward_a_chunk_at_a_time_equals_autograd(shape, monkeypatch):
+    monkeypatch.setattr(numpy_policy, "CONVOLUTION_CHUNK", 4)  # the rollout's 18 samples: 4 + 4 + 4 + 4 + 2
+    test_the_numpy_backward_pass_equals_autograd(shape, "some")
 
 
 def test_a_restart_cuts_the_gradient_to_the_episode_before_it():

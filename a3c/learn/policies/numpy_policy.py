@@ -21,6 +21,10 @@ from a3c.learn.backprop import StepTrace, linear_backward, lstm_backward
 from a3c.learn.policies.base import Policy
 from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 
+# A convolutional encoder's forward and backward over a rollout run this many samples at a time: one
+# pass over the Atari preset's 320 cost 1.4x a sample what passes of 80 did (docs/results, "Atari throughput")
+CONVOLUTION_CHUNK = 80
+
 NumpyState = tuple[np.ndarray, ...]  # (hidden, cell), or () without an LSTM
 
 
@@ -77,10 +81,12 @@ class NumpyEncoder:
 
     def backward(self, activations: list[list[np.ndarray]], d_features: np.ndarray) -> None:
         """Writes the gradients, given each step's `encode` record and d loss / d features [T, B, F]."""
-        if self.torch_module is not None:  # convolutional: torch's autograd, once over the whole rollout
-            inputs = torch.from_numpy(np.stack([step[0] for step in activations]))
-            encoded = self.torch_module(inputs.flatten(0, 1))
-            encoded.backward(torch.from_numpy(d_features.reshape(encoded.shape)))
+        if self.torch_module is not None:  # convolutional: torch's autograd over the rollout, a chunk at a time
+            inputs = torch.from_numpy(np.stack([step[0] for step in activations])).flatten(0, 1)
+            d_encoded = torch.from_numpy(d_features.reshape(len(inputs), -1))
+            for start in range(0, len(inputs), CONVOLUTION_CHUNK):  # the gradients add up over the chunks
+                chunk = slice(start, start + CONVOLUTION_CHUNK)
+                self.torch_module(inputs[chunk]).backward(d_encoded[chunk])
             return
         layers = [np.stack(layer) for layer in zip(*activations)]
         d_output = d_features
