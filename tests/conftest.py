@@ -50,7 +50,25 @@ def run_cli_without(module: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
+# A CartPole run that goes on until it is stopped: the faults and signals tests stop it
+LONG_RUN = [
+    "--env",
+    "CartPole-v1",
+    "--num-processes",
+    "2",
+    "--target-return",
+    "none",
+    "--max-steps",
+    "50000000",
+    "--print-interval",
+    "0.5",
+    "--no-tensorboard",
+]
+
+
+def start_cli(*args: str, env: dict | None = None, new_session: bool = False) -> subprocess.Popen:
+    """python main.py ARGS, running; `new_session`: in a process group of its own (the trainer and its
+    children), which the test may signal as a whole."""
     env = env or dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.Popen(
         [sys.executable, "main.py", *args],
@@ -59,6 +77,7 @@ def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        start_new_session=new_session,
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 from a3c.learn.checkpoint import load_checkpoint
 
 from .conftest import (
+    LONG_RUN,
     alive,
     assert_one_line_usage_error,
     children,
@@ -25,23 +26,7 @@ from .conftest import (
     wait_for_metrics_rows,
 )
 
-LONG_RUN = [
-    "--env",
-    "CartPole-v1",
-    "--num-processes",
-    "2",
-    "--target-return",
-    "none",
-    "--max-steps",
-    "50000000",
-    "--print-interval",
-    "0.5",
-    "--no-tensorboard",
-    "--log-interval",
-    "2000",
-    "--checkpoint-interval",
-    "1",
-]
+CHECKPOINTED_RUN = [*LONG_RUN, "--log-interval", "2000", "--checkpoint-interval", "1"]
 
 
 def wait_for_file(path, timeout: float = 30) -> None:
@@ -55,7 +40,7 @@ def wait_for_file(path, timeout: float = 30) -> None:
 @pytest.mark.timeout(120)
 def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_trainer_leaves_no_lock(tmp_path):
     run_dir = tmp_path / "run"
-    process = start_cli(*LONG_RUN, "--run-dir", str(run_dir))
+    process = start_cli(*CHECKPOINTED_RUN, "--run-dir", str(run_dir))
     wait_for_children(process, 3)
     wait_for_metrics_rows(run_dir, 3)
     wait_for_file(run_dir / "checkpoints" / "last.pt")
@@ -196,7 +181,7 @@ def test_a_hostile_env_fails_its_worker_with_one_line_and_the_run_stops_cleanly(
 @pytest.mark.timeout(120)
 def test_a_full_disk_stops_the_run_with_one_line_keeps_last_pt_and_resume_continues_after(small_disk):
     run_dir = small_disk / "run"
-    process = start_cli(*LONG_RUN, "--run-dir", str(run_dir))
+    process = start_cli(*CHECKPOINTED_RUN, "--run-dir", str(run_dir))
     wait_for_file(run_dir / "checkpoints" / "last.pt")
     wait_for_metrics_rows(run_dir, 3)
     filler = fill(small_disk)

@@ -19,6 +19,7 @@ from a3c.learn.optim import SharedAdam
 from a3c.parallel.worker import apply_gradient
 
 from .conftest import (
+    LONG_RUN,
     REPO_ROOT,
     alive,
     children,
@@ -28,20 +29,6 @@ from .conftest import (
     wait_for_children,
     wait_for_metrics_rows,
 )
-
-LONG_RUN = [
-    "--env",
-    "CartPole-v1",
-    "--num-processes",
-    "2",
-    "--target-return",
-    "none",
-    "--max-steps",
-    "50000000",
-    "--print-interval",
-    "0.5",
-    "--no-tensorboard",
-]
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import pytest
 from a3c.learn.checkpoint import load_checkpoint
 from a3c.parallel.processes import StopFlag
 
-from .conftest import REPO_ROOT, alive, wait_for_children, wait_for_metrics_rows
+from .conftest import LONG_RUN, REPO_ROOT, alive, start_cli, wait_for_children, wait_for_metrics_rows
 
 CTX = multiprocessing.get_context("fork")
 
@@ -86,9 +86,6 @@ def test_the_same_signal_twice_within_a_second_is_one_request(signals, stop_reas
     assert result.stdout.split() == (["killed", *stop_reason.split()] if quit_at_once else [stop_reason])
 
 
-LONG_RUN = ["--env", "CartPole-v1", "--num-processes", "2", "--target-return", "none", "--max-steps", "50000000"]
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
@@ -104,15 +101,8 @@ def test_a_signal_to_the_whole_process_group_stops_the_run_cleanly(tmp_path, sen
     """The workers and the evaluator get the signal too (SIGTERM kills them where they are, waiting on the
     stop included); the trainer still stops within seconds with summary.json and a last.pt that loads."""
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "main.py", *LONG_RUN, "--log-interval", "2000", "--eval-interval", "0.5"]
-        + ["--run-dir", str(run_dir), "--no-tensorboard"],
-        cwd=REPO_ROOT,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # a process group of its own: the trainer and its children
+    process = start_cli(
+        *LONG_RUN, "--log-interval", "2000", "--eval-interval", "0.5", "--run-dir", str(run_dir), new_session=True
     )
     pids = wait_for_children(process, 3)  # two workers and the evaluator
     wait_for_metrics_rows(run_dir, 3)

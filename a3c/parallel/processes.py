@@ -22,6 +22,16 @@ from a3c.nets.flat import flatten_parameters
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.turns import Turns
 
+# The signals that ask the trainer for a clean stop, and its stop reasons. SIGUSR1: a scheduler's warning
+# before its time limit (Slurm's --signal=USR1@60): stop, keep last.pt and exit with the trainer's
+# "preempted" code, which a requeueing script answers with --resume
+STOP_SIGNALS = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hangup",
+    signal.SIGUSR1: "preempted",
+}
+
 
 class Heartbeats:
     """When each worker, and in the last slot the evaluator, last showed progress: shared monotonic times
@@ -90,10 +100,10 @@ def one_thread() -> None:
 def become_child_process() -> None:
     """Settings every worker and evaluator process needs first."""
     one_thread()
-    # Ctrl-C, a closed terminal and a scheduler's warning reach the whole group: the trainer decides
-    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
-        signal.signal(signum, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Ctrl-C, a closed terminal and a scheduler's warning reach the whole group: the trainer decides. SIGTERM
+    # ends a child (LocalBackend.stop terminates stragglers with it)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
 
 
 def parent_is_gone(parent_pid: int) -> bool:

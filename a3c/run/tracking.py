@@ -288,6 +288,7 @@ def output_to(path: Path) -> None:
 
 def main(argv: list[str]) -> None:
     # however the run is stopped, the trainer's end (the summary, or the end of stdin) ends this process
+    # the trainer's STOP_SIGNALS, spelled here: importing a3c.parallel would load torch into this process
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(signum, signal.SIG_IGN)
     (kind,) = argv

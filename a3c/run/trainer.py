@@ -27,7 +27,7 @@ from a3c.nets.actor_critic import Network
 from a3c.nets.precision import Convolutions, describe_precision
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import WriteFailed
-from a3c.parallel.processes import Heartbeats, Shared, StopFlag, shared_model, start_method, worker_turns
+from a3c.parallel.processes import STOP_SIGNALS, Heartbeats, Shared, StopFlag, shared_model, start_method, worker_turns
 from a3c.run.callbacks import Callbacks
 from a3c.run.capacity import check_machine
 from a3c.run.console import Console
@@ -167,14 +167,6 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     )
 
 
-# SIGUSR1: a scheduler's warning before its time limit (Slurm's --signal=USR1@60): stop, keep last.pt and
-# exit with EXIT_CODES["preempted"], which a requeueing script answers with --resume
-STOP_SIGNALS = {
-    signal.SIGINT: "interrupted",
-    signal.SIGTERM: "terminated",
-    signal.SIGHUP: "hangup",
-    signal.SIGUSR1: "preempted",
-}
 # GNU timeout signals the trainer, then its process group: one request arriving twice within microseconds
 SAME_REQUEST_SECONDS = 1.0
 
