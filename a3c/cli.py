@@ -60,6 +60,12 @@ TRAIN_OPTIONS = [
     ),
     option("--t-max", "rollout length: steps per environment per update", type=int),
     option("--max-steps", "budget of env steps over all workers; the lr reaches 0 here", type=int),
+    option(
+        "--max-minutes",
+        "wall-clock budget from the trainer's start (0: none): the run stops there, and the lr reaches 0 there "
+        "if that comes before --max-steps",
+        type=float,
+    ),
     option("--seed", "every seed of the run derives from this one (docs/guides/reproducibility.md)", type=int),
     option(
         "--hidden-sizes",
@@ -115,7 +121,10 @@ TRAIN_OPTIONS = [
     option("--c-bar", "V-trace: truncation of the traces", type=float),
     option("--optimizer", "shared optimizer", type=click.Choice(["adam", "rmsprop"])),
     option("--lr", "initial learning rate", type=float),
-    option("--lr-decay/--no-lr-decay", "decay the lr linearly to 0 at --max-steps"),
+    option(
+        "--lr-decay/--no-lr-decay",
+        "decay the lr linearly to 0 at the budget's end: --max-steps, or --max-minutes if sooner",
+    ),
     option("--eval-interval", "seconds between greedy evaluations", type=float),
     option("--eval-episodes", "greedy episodes per evaluation (0: no evaluator)", type=int),
     option(

@@ -13,7 +13,9 @@ NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); sever
 interleaved by seed; an option given there wins over the preset's and the 4 processes: `--setting
 "NAME:--eval-episodes 4"` keeps the preset's evaluator, and its greedy games (eval.csv: the mean of each
 evaluation, against minutes from the trainer's start) are reported beside, with the target's confirmation
-where the game has one (Pong's +18: the run stops once 10 new greedy games confirm it).
+where the game has one (Pong's +18: the run stops once 10 new greedy games confirm it). The setting named
+`sb3-ppo-zoo` is Stable-Baselines3 PPO with the RL Zoo's Atari settings instead (sb3_atari.py, its
+evaluation at the preset's cadence and games), the anchor the preset is held against.
 `--from-runs DIR ...` summarises runs already made (named NAME-seedS); `--from-results FILE ...` joins
 results files of one setting (one seed a file: an hour each need not run in one sitting).
 """
@@ -29,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from common import environment, print_table, run_timed, save_results, trainer_command
+from common import PYTHON, REPO, environment, print_table, run_timed, save_results, trainer_command
 
 from a3c.config.options import as_option
 from a3c.config.presets import ATARI_TARGETS
@@ -41,12 +43,21 @@ ROW_STEPS = 100_000  # the Atari preset's log interval
 # what --from-runs names a setting by, with the value of a key older configs lack
 SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}
 GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
+SB3_SETTING = "sb3-ppo-zoo"
+SB3_TITLE = "SB3 PPO, the RL Zoo's Atari settings"
 ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time (about a minute) before the end
 
 
-def run_seed(env: str, seed: int, minutes: float, run_dir: Path, options: list[str]) -> None:
-    command = trainer_command(run_dir, env=env, num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60)
-    run_timed(command + options, timeout=60 * minutes)
+def run_seed(game: str, seed: int, minutes: float, run_dir: Path, setting: tuple[str, str]) -> None:
+    name, options = setting
+    if name == SB3_SETTING:  # it stops itself at the budget; the grace lets an evaluation under way end
+        command = [PYTHON, str(REPO / "benchmarks" / "sb3_atari.py"), "--game", game, "--seed", str(seed)]
+        run_timed(command + ["--minutes", str(minutes), "--run-dir", str(run_dir)], timeout=60 * minutes + 300)
+        return
+    command = trainer_command(
+        run_dir, env=f"ALE/{game}-v5", num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60
+    )
+    run_timed(command + shlex.split(options), timeout=60 * minutes)
 
 
 def curve(run_dir: Path, minutes: float) -> list[dict]:
@@ -203,7 +214,7 @@ def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for name, options in settings.items():
                 run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
-                run_seed(f"ALE/{args.game}-v5", seed, args.minutes, run_dir, shlex.split(options))
+                run_seed(args.game, seed, args.minutes, run_dir, (name, options))
                 runs[name][seed] = measured(run_dir, args.minutes)
     return runs
 
@@ -277,7 +288,8 @@ def report(
     runs: dict[int, dict], game: str, name: str, options: str, minutes: float, info: dict, out: str | None
 ) -> None:
     env = f"ALE/{game}-v5"
-    title = f"the Atari preset ({PROCESSES} processes) {options}".rstrip()  # options given win over the preset
+    # options given win over the preset's
+    title = SB3_TITLE if name == SB3_SETTING else f"the Atari preset ({PROCESSES} processes) {options}".rstrip()
     print(
         f"\n{env}, {name}: {title}, {minutes:g} minutes a run from launch; {info['cores']} cores; mean return "
         f"of the training episodes of each row (random play: {RANDOM_PLAY[game]})"

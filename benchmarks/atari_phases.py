@@ -75,7 +75,7 @@ def worker_breakdown(seconds: float) -> dict:
         timers.seconds["weights hand-off"] += time.perf_counter() - started
         grad, report = learner.next_gradient()
         started = time.perf_counter()
-        optimizer.step([grad], lr=current_lr(config, env_steps))
+        optimizer.step([grad], lr=current_lr(config, env_steps, time.perf_counter() - began))
         timers.seconds["optimizer step"] += time.perf_counter() - started
         env_steps += report.env_steps
         updates += 1

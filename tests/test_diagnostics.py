@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
+from a3c.learn.distributions import noise_effects
 from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.tools.diagnostics import network_diagnostics
 
@@ -59,6 +61,38 @@ def test_logit_noise_against_the_spread_over_the_batch():
     assert quiet["logit_noise_ratio"] == 0.0 and loud["logit_noise_ratio"] > 10
     assert quiet["logit_spread"] == loud["logit_spread"] > 0  # the mean weights are the same network
     assert math.isnan(network_diagnostics(network(noisy=False), observations())["logit_noise_ratio"])
+
+
+def test_the_noise_effects_of_draws_built_by_hand():
+    mean = torch.tensor([[0.0, 1.0]]).repeat(4, 1)  # every state prefers action 1
+    same_push = (mean + torch.tensor([2.0, 0.0])).unsqueeze(0)  # one draw: action 0 by 1 logit, everywhere
+    found = noise_effects(mean.numpy(), same_push.numpy())
+    assert found["noise_flips"] == 1.0 and found["noise_consistency"] == pytest.approx(1.0)
+    p, q = torch.softmax(torch.tensor([2.0, 1.0]), 0), torch.softmax(torch.tensor([0.0, 1.0]), 0)
+    assert found["noise_kl"] == pytest.approx((p * (p / q).log()).sum().item())
+    common_to_all_actions = noise_effects(mean.numpy(), (mean + 5.0).unsqueeze(0).numpy())  # changes no probability
+    assert (
+        common_to_all_actions["noise_kl"] == pytest.approx(0.0, abs=1e-6) and common_to_all_actions["noise_flips"] == 0
+    )
+    opposite = torch.stack([mean + torch.tensor([2.0, 0.0]), mean - torch.tensor([2.0, 0.0])], dim=1).reshape(1, 8, 2)
+    assert noise_effects(mean.repeat(2, 1).numpy(), opposite.numpy())["noise_consistency"] == pytest.approx(
+        0.0, abs=1e-6
+    )
+
+
+def test_independent_pushes_state_to_state_are_seen_inconsistent():
+    generator = torch.Generator().manual_seed(0)
+    mean = torch.randn(1000, 3, generator=generator)
+    found = noise_effects(mean.numpy(), (mean + torch.randn(1000, 3, generator=generator)).unsqueeze(0).numpy())
+    assert found["noise_consistency"] < 0.01 and 0 < found["noise_flips"] < 1
+
+
+def test_a_network_without_noise_or_with_none_has_no_noise_effects():
+    quiet = network_diagnostics(network(sigma_init=0.0), observations())
+    assert quiet["noise_kl"] == 0.0 and quiet["noise_flips"] == 0.0
+    loud = network_diagnostics(network(sigma_init=1.0), observations())
+    assert loud["noise_kl"] > 0.1 and loud["noise_flips"] > 0.1
+    assert math.isnan(network_diagnostics(network(noisy=False), observations())["noise_consistency"])
 
 
 def test_a_feed_forward_network_has_no_lstm_figures():

@@ -38,7 +38,9 @@ def test_the_run_directory_page_lists_every_column_the_code_writes(tmp_path):
     assert table_rows(page, "metrics.csv") == TRAIN_COLUMNS
     assert table_rows(page, "eval.csv") == EVAL_COLUMNS
     writer = MetricsWriter(
-        MetricsSettings(tmp_path, 1000, 1.0, 1000, lambda steps: 0.0), 0.0, Console(lambda *a, **k: None)
+        MetricsSettings(tmp_path, 1000, 1.0, lambda steps, seconds: 0.0, lambda steps, seconds: 0.0),
+        0.0,
+        Console(lambda *a, **k: None),
     )
     local_keys = set(writer.summary("CartPole-v1", 0, 475.0, "max_steps")) | {"phases", "quit_at_once"}  # the trainer's
     writer.close()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 
+from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.run.metrics import TRAIN_COLUMNS, CsvLog
 
-OLD_COLUMNS = TRAIN_COLUMNS[:12]  # metrics.csv of version 0.1, before the learner's columns
+# metrics.csv of version 0.1, before the learner's columns and the noise's
+OLD_COLUMNS = [name for name in TRAIN_COLUMNS if name not in NOISE_EFFECTS][:12]
 
 
 def rows_of(path) -> tuple[list[str], list[dict]]:

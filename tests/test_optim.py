@@ -8,7 +8,15 @@ import torch.multiprocessing as mp
 from torch.testing import assert_close
 
 from a3c.config.settings import Config
-from a3c.learn.optim import SharedAdam, SharedRMSprop, adam_ratio_bound, current_lr, linear_decay, make_optimizer
+from a3c.learn.optim import (
+    SharedAdam,
+    SharedRMSprop,
+    adam_ratio_bound,
+    budget_used,
+    current_lr,
+    linear_decay,
+    make_optimizer,
+)
 
 TIGHT = {"rtol": 1e-6, "atol": 1e-8}  # the implementations should agree to rounding, if not exactly
 
@@ -205,14 +213,23 @@ def test_shared_adam_state_and_step_counter_are_shared_with_forked_workers():
 
 
 def test_linear_decay_values():
-    assert linear_decay(1e-3, 0, 1000) == pytest.approx(1e-3)
-    assert linear_decay(1e-3, 250, 1000) == pytest.approx(7.5e-4)
-    assert linear_decay(1e-3, 500, 1000) == pytest.approx(5e-4)
-    assert linear_decay(1e-3, 1000, 1000) == 0.0
-    assert linear_decay(1e-3, 1500, 1000) == 0.0  # past the budget: zero, never negative
+    assert linear_decay(1e-3, 0.0) == pytest.approx(1e-3)
+    assert linear_decay(1e-3, 0.25) == pytest.approx(7.5e-4)
+    assert linear_decay(1e-3, 0.5) == pytest.approx(5e-4)
+    assert linear_decay(1e-3, 1.0) == 0.0
+    assert linear_decay(1e-3, 1.5) == 0.0  # past the budget: zero, never negative
+
+
+def test_the_budget_is_the_env_steps_or_the_minutes_whichever_is_further_spent():
+    assert budget_used(250, 1000, 3600.0, 0.0) == pytest.approx(0.25)  # no wall-clock budget: the minutes count nothing
+    assert budget_used(250, 1000, 30.0, 2.0) == pytest.approx(0.25)  # a quarter of the steps, an eighth of the time
+    assert budget_used(250, 1000, 90.0, 2.0) == pytest.approx(0.75)  # three quarters of the time
+    assert budget_used(2000, 1000, 90.0, 2.0) == pytest.approx(2.0)
 
 
 def test_current_lr_decays_only_when_asked():
     config = Config(lr=2e-3, max_steps=1000, lr_decay=True)
-    assert current_lr(config, 500) == pytest.approx(1e-3)
-    assert current_lr(config.replace(lr_decay=False), 500) == pytest.approx(2e-3)
+    assert current_lr(config, 500, 0.0) == pytest.approx(1e-3)
+    assert current_lr(config.replace(max_minutes=1.0), 500, 45.0) == pytest.approx(5e-4)  # the time, further on
+    assert current_lr(config.replace(lr_decay=False), 500, 0.0) == pytest.approx(2e-3)
+    assert current_lr(config.replace(lr_decay=False, max_minutes=1.0), 500, 45.0) == pytest.approx(2e-3)

@@ -47,7 +47,12 @@ def read_scalars(tb_dir) -> dict[str, list[tuple[int, float]]]:
 
 def metrics_writer(run_dir) -> MetricsWriter:
     settings = MetricsSettings(
-        run_dir, log_interval=100, print_interval=1e9, max_steps=1000, lr_at=lambda steps: 1e-3, tensorboard=True
+        run_dir,
+        log_interval=100,
+        print_interval=1e9,
+        budget_used=lambda steps, seconds: 0.0,
+        lr_at=lambda steps, seconds: 1e-3,
+        tensorboard=True,
     )
     return MetricsWriter(settings, start_time=time.monotonic(), console=Console(lambda *args, **kwargs: None))
 

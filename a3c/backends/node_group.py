@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
+import time
 from collections import deque
 
 import torch
@@ -57,9 +58,11 @@ class Outbox:
 
 
 class NodeGroup:
-    """One node's workers around its shared-memory model; `incarnation` counts replacements of group `index`."""
+    """One node's workers around its shared-memory model; `incarnation` counts replacements of group `index`;
+    `run_seconds`: the run's training seconds when the group is made (its workers' clock for --max-minutes:
+    a node's time.monotonic() is its own)."""
 
-    def __init__(self, config: Config, index: int, incarnation: int, optimizer_state: dict):
+    def __init__(self, config: Config, index: int, incarnation: int, optimizer_state: dict, run_seconds: float):
         one_thread()
         self.config = config
         local = config.replace(backend="local", ray_address="", eval_episodes=0)  # inside a group, a local run
@@ -72,6 +75,7 @@ class NodeGroup:
             optimizer,
             StepCounter(ctx, workers),
             StopFlag(ctx),
+            time.monotonic() - run_seconds,
             worker_turns(ctx, local),
             Heartbeats(ctx, workers),
         )

@@ -163,7 +163,11 @@ class RayBackend(Backend):
         """A new group, from the global weights and the mirror's optimizer state (fresh, resumed or last
         checkpointed)."""
         actor = self.group_class.remote(
-            self.config, index, self.group_restarts[index], self.shared.optimizer.state_dict()
+            self.config,
+            index,
+            self.group_restarts[index],
+            self.shared.optimizer.state_dict(),
+            time.monotonic() - self.shared.started_at,
         )
         self.groups[index] = actor
         self.placing[actor.node.remote()] = (index, time.monotonic() + self.config.placement_timeout)

@@ -23,6 +23,7 @@ class Config:
     active_workers: int = 0  # at most this many workers act and update at once; 0: one per core (a3c/parallel/turns.py)
     t_max: int = 10
     max_steps: int = 1_000_000
+    max_minutes: float = 0.0  # a wall-clock budget besides max_steps; 0: none
     seed: int = 0
     # model
     hidden_sizes: tuple[int, ...] = (64,)  # the encoder's layers; the LSTM is as wide as the last
@@ -211,6 +212,7 @@ def run_size_rules(config: Config) -> list[Rule]:
         ("active_workers", config.active_workers >= 0, ">= 0 (0: one per core)"),
         ("t_max", config.t_max >= 1, ">= 1"),
         ("max_steps", config.max_steps >= 1, ">= 1"),
+        ("max_minutes", config.max_minutes >= 0, ">= 0 (0: no wall-clock budget)"),
         ("seed", config.seed >= 0, ">= 0"),
     ]
 

@@ -22,6 +22,7 @@ LOG_2PI = math.log(2 * math.pi)
 # an illegal action's logit: its probability is exactly 0 in float32 and its term of the entropy, 0 * -1e9, is 0
 # (-inf would make it 0 * -inf, NaN); as a constant, it passes no gradient back to the head
 MASKED_LOGIT = -1e9
+NOISE_EFFECTS = ["noise_kl", "noise_flips", "noise_consistency"]  # what noise_effects measures
 
 
 def mask_logits(head: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -43,6 +44,26 @@ def sample_categorical(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
     """
     cdf = probs.cumsum(axis=1)
     return (cdf < uniform[:, None] * cdf[:, -1:]).sum(axis=1)
+
+
+def noise_effects(mean_logits: np.ndarray, noisy_logits: np.ndarray) -> dict[str, float]:
+    """What NoisyNet's draws do to a softmax policy, given its logits at the mean weights [N, A] and under
+    each draw [D, N, A] (a draw held over all N states, as over a rollout):
+    - noise_kl: the mean KL(perturbed || mean policy) over draws and states;
+    - noise_flips: the share of (draw, state) pairs whose most likely action the draw changes;
+    - noise_consistency: how alike a draw's push is from state to state: |the mean over states of the
+      logit shift|^2 over the mean of |shift|^2, the shift centred over the actions (a shift common to all
+      actions changes nothing), averaged over draws. 1: the same preference everywhere, as deep
+      exploration needs; near 1/N for pushes that are independent state to state."""
+    log_mean, log_noisy = log_softmax(mean_logits), log_softmax(noisy_logits)
+    kl = (np.exp(log_noisy) * (log_noisy - log_mean)).sum(-1).mean()
+    flips = (noisy_logits.argmax(-1) != mean_logits.argmax(-1)).mean()
+    shift = noisy_logits - mean_logits
+    shift = shift - shift.mean(axis=-1, keepdims=True)
+    common = np.square(shift.mean(axis=1)).sum(-1)  # [D]
+    total = np.square(shift).sum(-1).mean(axis=1)  # [D]
+    consistency = (common / np.maximum(total, 1e-24)).mean()
+    return {"noise_kl": float(kl), "noise_flips": float(flips), "noise_consistency": float(consistency)}
 
 
 class Categorical:

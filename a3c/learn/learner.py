@@ -3,6 +3,7 @@ with --replay-ratio, also replay stored rollouts under the V-trace correction (A
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -12,7 +13,7 @@ import torch
 
 from a3c.config.settings import Config
 from a3c.envs.batch import StepResult, make_env_batch
-from a3c.learn.distributions import distribution, mask_logits
+from a3c.learn.distributions import Categorical, distribution, mask_logits, noise_effects
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
 from a3c.learn.returns import (
@@ -47,6 +48,10 @@ class RolloutReport:
     replayed: bool = False
     applied: bool = True  # False where a non-finite gradient was dropped
     policy_lag: int = 0  # shared-model updates applied between this gradient's weight read and its own
+    # what the rollout's NoisyNet draw did to the policy (distributions.noise_effects); NaN where not measured
+    noise_kl: float = math.nan
+    noise_flips: float = math.nan
+    noise_consistency: float = math.nan
 
 
 class NetOutputs(NamedTuple):
@@ -157,11 +162,22 @@ class ActorLearner:
             steps,
             loss,
             update_started,
+            **self.noise_effects(played.outputs.heads, steps),
             env_steps=int(steps.valid.sum()),
             finished_returns=played.finished_returns,
             finished_lengths=played.finished_lengths,
             rollout_seconds=update_started - started,
         )
+
+    def noise_effects(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
+        """What this rollout's noise draw did to the softmax policy it acted with, over its valid steps; nothing
+        where it is not measured: no noisy policy head, another distribution, or the torch learner."""
+        mean_heads = self.policy.mean_heads() if isinstance(self.distribution, Categorical) else None
+        if mean_heads is None:
+            return {}
+        if steps.action_masks is not None:
+            mean_heads = mask_logits(mean_heads, steps.action_masks)
+        return noise_effects(mean_heads[steps.valid], heads[steps.valid][None])
 
     def replays_due(self) -> int:
         """How many replayed updates follow the on-policy one: Poisson(--replay-ratio), as in ACER."""

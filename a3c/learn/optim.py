@@ -135,11 +135,20 @@ def make_optimizer(name: str, params, lr: float) -> SharedOptimizer:
     return optimizers[name](params, lr=lr)
 
 
-def linear_decay(initial_lr: float, env_steps: int, max_steps: int) -> float:
-    """Learning rate after env_steps of a linear decay to zero at max_steps."""
-    return initial_lr * max(0.0, 1.0 - env_steps / max_steps)
+def budget_used(env_steps: int, max_steps: int, seconds: float, max_minutes: float) -> float:
+    """The share of the run's budget spent: of --max-steps, or of --max-minutes (0: none) where that is further."""
+    used = env_steps / max_steps
+    return max(used, seconds / (60 * max_minutes)) if max_minutes > 0 else used
 
 
-def current_lr(config: Config, env_steps: int) -> float:
-    """The run's learning rate after `env_steps`: --lr, decayed linearly to 0 at --max-steps with --lr-decay."""
-    return linear_decay(config.lr, env_steps, config.max_steps) if config.lr_decay else config.lr
+def linear_decay(initial_lr: float, used: float) -> float:
+    """Learning rate once `used` of the budget is spent: a linear decay to zero at its end."""
+    return initial_lr * max(0.0, 1.0 - used)
+
+
+def current_lr(config: Config, env_steps: int, seconds: float) -> float:
+    """The run's learning rate after `env_steps` and `seconds` of training: --lr, decayed linearly with
+    --lr-decay to 0 at --max-steps, or at --max-minutes if that comes first."""
+    if not config.lr_decay:
+        return config.lr
+    return linear_decay(config.lr, budget_used(env_steps, config.max_steps, seconds, config.max_minutes))

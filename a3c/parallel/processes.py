@@ -82,6 +82,7 @@ class Shared:
     optimizer: SharedOptimizer
     env_steps: StepCounter
     stop: StopFlag
+    started_at: float  # the time.monotonic() the run's training seconds count from (--max-minutes's lr decay)
     turns: Optional[Turns] = None  # None: every worker acts at once
     heartbeats: Optional[Heartbeats] = None  # None: no watchdog (--worker-timeout 0)
 

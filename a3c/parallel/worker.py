@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import traceback
 from contextlib import nullcontext
 
@@ -34,7 +35,8 @@ def update(learner: ActorLearner, shared: Shared) -> RolloutReport:
     learner.load_weights(optimizer.params[0])
     read_at = optimizer.step_count()
     grad, report = learner.next_gradient()
-    apply_gradient(optimizer, grad, current_lr(config, shared.env_steps.total()), report, read_at)
+    lr = current_lr(config, shared.env_steps.total(), time.monotonic() - shared.started_at)
+    apply_gradient(optimizer, grad, lr, report, read_at)
     return report
 
 

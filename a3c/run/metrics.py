@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from a3c.errors import writing
+from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.parallel.messages import Evaluation, Failure, Update
 from a3c.run.console import Console
 
@@ -33,6 +34,7 @@ TRAIN_COLUMNS = [
     "policy_loss",
     "value_loss",
     "entropy",
+    *NOISE_EFFECTS,  # what the rollouts' NoisyNet draws did to the policy, beside the entropy
     "grad_norm",
     "lr",
     "steps_per_second",
@@ -138,8 +140,8 @@ class MetricsSettings:
     run_dir: Path  # metrics.csv, eval.csv and tb/ go here
     log_interval: int  # a metrics.csv row each time the env-step count crosses a multiple of it
     print_interval: float  # seconds between two console lines
-    max_steps: int  # the end of the console's progress bar
-    lr_at: Callable[[int], float]  # the learning rate at an env-step count: the lr column
+    budget_used: Callable[[int, float], float]  # the share of the budget spent at env steps and seconds: the bar
+    lr_at: Callable[[int, float], float]  # the learning rate at env steps and seconds: the lr column
     tensorboard: bool = False  # also write the rows as TensorBoard scalars, under run_dir/tb
 
 
@@ -179,6 +181,7 @@ class MetricsWriter:
                 "policy",
                 "value",
                 "entropy",
+                *NOISE_EFFECTS,
                 "grad_norm",
                 "rollout",
                 "update",
@@ -241,6 +244,8 @@ class MetricsWriter:
         pending["update"].append(report.update_seconds * 1000)
         if not report.replayed:
             pending["rollout"].append(report.rollout_seconds * 1000)
+            for name in NOISE_EFFECTS:
+                pending[name].append(getattr(report, name))
         if report.applied:
             pending["policy"].append(report.policy_loss)
             pending["value"].append(report.value_loss)
@@ -265,8 +270,9 @@ class MetricsWriter:
             "policy_loss": mean_or_nan(pending["policy"]),
             "value_loss": mean_or_nan(pending["value"]),
             "entropy": mean_or_nan(pending["entropy"]),
+            **{name: mean_or_nan(pending[name]) for name in NOISE_EFFECTS},
             "grad_norm": mean_or_nan(pending["grad_norm"]),
-            "lr": self.settings.lr_at(self.env_steps),
+            "lr": self.settings.lr_at(self.env_steps, self.elapsed(now)),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
             "replay_updates": self.replay_updates,
             "updates_per_second": pending["replayed"].count(False) / max(now - time0, 1e-9),
@@ -342,7 +348,8 @@ class MetricsWriter:
         rate = (self.env_steps - steps0) / max(now - time0, 1e-9)
         recent = f"{mean_or_nan(self.recent_returns):.1f}" if self.recent_returns else "-"
         last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
-        bar = progress_bar(self.env_steps / self.settings.max_steps) + " " if self.console.live else ""
+        used = self.settings.budget_used(self.env_steps, self.elapsed(now))
+        bar = progress_bar(used) + " " if self.console.live else ""
         self.console.progress(
             f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
             f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}"

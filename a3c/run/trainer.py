@@ -22,7 +22,7 @@ from a3c.config.settings import Config, config_for_resume
 from a3c.envs.make import env_spec
 from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
 from a3c.learn.checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
-from a3c.learn.optim import SharedOptimizer, current_lr
+from a3c.learn.optim import SharedOptimizer, budget_used, current_lr
 from a3c.nets.actor_critic import Network
 from a3c.nets.precision import Convolutions, describe_precision
 from a3c.parallel.counter import StepCounter
@@ -139,6 +139,12 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
         raise ConfigError(
             f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
             f"{config.max_steps:,}; give a larger --max-steps to train on"
+        )
+    trained_minutes = (payload.get("counters") or {}).get("wall_seconds", 0.0) / 60
+    if 0 < config.max_minutes <= trained_minutes:
+        raise ConfigError(
+            f"the run has trained {trained_minutes:.1f} minutes, already at --max-minutes {config.max_minutes:g}; "
+            "give a larger --max-minutes to train on"
         )
     spec = env_spec(config.env)
     check_spaces(payload, spec, config.env)
@@ -313,6 +319,7 @@ def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_cal
         setup.optimizer,
         StepCounter(ctx, config.num_processes, setup.env_steps),
         StopFlag(ctx),
+        start_time,
         worker_turns(ctx, config),
         Heartbeats(ctx, config.num_processes),
     )
@@ -324,8 +331,8 @@ def open_run(setup: RunSetup, print_fn, resuming: bool, phases: Phases, user_cal
         run_dir,
         config.log_interval,
         config.print_interval,
-        config.max_steps,
-        lambda steps: current_lr(config, steps),
+        lambda steps, seconds: budget_used(steps, config.max_steps, seconds, config.max_minutes),
+        lambda steps, seconds: current_lr(config, steps, seconds),
         config.tensorboard,
     )
     writer = MetricsWriter(settings, start_time, console, setup.env_steps, setup.counters, on_row=callbacks.row)
@@ -385,6 +392,8 @@ def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
         return "diverged"
     if parts.shared.stop.is_set():
         return "max_steps"
+    if 0 < parts.setup.config.max_minutes <= parts.writer.elapsed() / 60:
+        return "max_minutes"
     return parts.backend.check()
 
 

@@ -14,12 +14,21 @@ import math
 
 import torch
 
+from a3c.learn.distributions import NOISE_EFFECTS, noise_effects
 from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 
 GATE_SATURATION = 3.0  # |pre-activation| past this: sigmoid' < 0.05, tanh' < 0.01
 HIDDEN_SATURATION = 0.95
 NOISE_DRAWS = 8
-COLUMNS = ["gate_saturation", "cell_abs_mean", "hidden_saturation", "feature_rms", "logit_spread", "logit_noise_ratio"]
+COLUMNS = [
+    "gate_saturation",
+    "cell_abs_mean",
+    "hidden_saturation",
+    "feature_rms",
+    "logit_spread",
+    "logit_noise_ratio",
+    *NOISE_EFFECTS,
+]
 
 
 @torch.no_grad()
@@ -38,8 +47,9 @@ def network_diagnostics(
     - hidden_saturation: the share of |h| above HIDDEN_SATURATION;
     - feature_rms: the root mean square of what the heads read (the LSTM's h, or the encoder's output);
     - logit_spread: the std over the batch of the mean-weight policy head, averaged over its outputs;
-    - logit_noise_ratio: the std of that head over NoisyNet draws, averaged, divided by logit_spread.
-    The LSTM's three are NaN for a feed-forward network, the noise ratio NaN without NoisyNet heads.
+    - logit_noise_ratio: the std of that head over NoisyNet draws, averaged, divided by logit_spread;
+    - noise_kl, noise_flips, noise_consistency: what the draws do to the policy (noise_effects).
+    The LSTM's three are NaN for a feed-forward network, the noise's four NaN without NoisyNet heads.
     """
     steps, batch = observations.shape[:2]
     inputs = model.normalize(observations.reshape(steps * batch, *observations.shape[2:]))
@@ -83,16 +93,20 @@ def unrolled_lstm(
 
 
 def logit_noise(head: torch.nn.Module, features: torch.Tensor, generator: torch.Generator | None) -> dict[str, float]:
-    """The policy head's spread over the batch at its mean weights, and its NoisyNet noise against it."""
+    """The policy head's spread over the batch at its mean weights, and its NoisyNet noise against it: each
+    draw held over every row of `features`, as a worker holds one over its rollout."""
     head = copy.deepcopy(head)  # its own noise buffers: the caller's draw stays as it was
     head.eval()
-    spread = head(features).std(dim=0).mean().item()
+    mean = head(features)
+    spread = mean.std(dim=0).mean().item()
     if not isinstance(head, NoisyLinear):
-        return {"logit_spread": spread, "logit_noise_ratio": math.nan}
+        return {"logit_spread": spread, "logit_noise_ratio": math.nan, **dict.fromkeys(NOISE_EFFECTS, math.nan)}
     head.train()
     draws = []
     for _ in range(NOISE_DRAWS):
         head.resample_noise(generator)
         draws.append(head(features))
-    noise = torch.stack(draws).std(dim=0).mean().item()
-    return {"logit_spread": spread, "logit_noise_ratio": noise / max(spread, 1e-12)}
+    draws = torch.stack(draws)
+    noise = draws.std(dim=0).mean().item()
+    effects = noise_effects(mean.numpy(), draws.numpy())
+    return {"logit_spread": spread, "logit_noise_ratio": noise / max(spread, 1e-12), **effects}

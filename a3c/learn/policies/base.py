@@ -57,6 +57,11 @@ class Policy:
         """Policy head [B, n] and values [B] of a raw observation batch, and the next state."""
         raise NotImplementedError
 
+    def mean_heads(self) -> Optional[np.ndarray]:
+        """The recorded steps' heads [T, B, n] at the policy head's mean weights, NoisyNet's draw left out;
+        None where the head has no noise or this policy does not tell."""
+        return None
+
     def restart(self, state: Any, restarting: np.ndarray) -> Any:
         """The state with the rows where `restarting` [B] is True zeroed: a new episode starts there."""
         raise NotImplementedError

@@ -181,6 +181,13 @@ class NumpyPolicy(Policy):
         value = value_inputs @ self.value_weight[0] + self.value_bias[0]
         return head, value, (() if trace is None else (trace.hidden, trace.cell))
 
+    def mean_heads(self) -> Optional[np.ndarray]:
+        head = self.model.policy
+        if not isinstance(head, NoisyLinear):
+            return None
+        features = np.stack([step.features for step in self.steps])
+        return features @ head.weight_mu.detach().numpy().T + head.bias_mu.detach().numpy()
+
     def restart(self, state: NumpyState, restarting: np.ndarray) -> NumpyState:
         if not restarting.any():
             return state

@@ -1,0 +1,78 @@
+"""What NoisyNet's draws do to the policy, measured over each rollout and written beside the entropy."""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from a3c.config.settings import Config
+from a3c.learn.distributions import NOISE_EFFECTS
+from a3c.learn.learner import ActorLearner, RolloutReport
+from a3c.learn.seeding import worker_seeds
+from a3c.parallel.messages import Update
+from a3c.run.console import Console
+from a3c.run.metrics import MetricsSettings, MetricsWriter
+
+
+def learner_for(**options) -> ActorLearner:
+    config = Config(**{"envs_per_process": 4, "t_max": 8, "hidden_sizes": (16,), **options})
+    torch.manual_seed(0)
+    return ActorLearner(config, worker_seeds(config, rank=0))
+
+
+def test_the_mean_heads_are_the_heads_at_the_noisy_layers_mean_weights():
+    learner = learner_for(core="none", sigma_init=0.5)
+    played = learner.play_rollout()
+    observations = torch.from_numpy(played.steps.observations)
+    model = learner.model
+    with torch.no_grad():
+        acted = model(model.normalize(observations), ())[0]  # the draw the rollout held
+        model.eval()
+        mean = model(model.normalize(observations), ())[0]
+        model.train()
+    np.testing.assert_allclose(played.outputs.heads, acted.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(learner.policy.mean_heads(), mean.numpy(), rtol=1e-5, atol=1e-6)
+    assert (acted - mean).abs().max().item() > 0.01
+
+
+def effects(rollouts: int = 6, **options) -> dict[str, float]:
+    """The noise's effects averaged over `rollouts` rollouts, a draw each."""
+    learner = learner_for(**options)
+    reports = [learner.compute_gradient()[1] for _ in range(rollouts)]
+    return {name: float(np.mean([getattr(report, name) for report in reports])) for name in NOISE_EFFECTS}
+
+
+def test_a_rollouts_report_says_what_its_draw_did_to_the_policy():
+    silent = effects(sigma_init=0.0)
+    assert silent["noise_kl"] == pytest.approx(0.0, abs=1e-7) and silent["noise_flips"] == 0.0
+    loud = effects(sigma_init=1.0)
+    assert loud["noise_kl"] > 0.05 and 0 < loud["noise_flips"] <= 1 and 0 < loud["noise_consistency"] <= 1
+    assert effects(sigma_init=0.017)["noise_kl"] < loud["noise_kl"]
+
+
+@pytest.mark.parametrize("options", [{"noise": False}, {"learner": "torch"}, {"env": "Pendulum-v1"}])
+def test_where_the_noise_is_not_measured_the_report_says_nan(options):
+    assert all(math.isnan(value) for value in effects(**options).values())
+
+
+def report(noise_kl: float, replayed: bool = False) -> RolloutReport:
+    return RolloutReport(
+        0 if replayed else 50, [], [], 0.1, 0.2, 0.7, 1.0, replayed=replayed, noise_kl=noise_kl, noise_flips=0.5
+    )
+
+
+def test_the_metrics_rows_average_the_new_rollouts_noise_and_leave_out_replays(tmp_path):
+    settings = MetricsSettings(tmp_path, 100, 1e9, lambda steps, seconds: 0.0, lambda steps, seconds: 1e-3)
+    writer = MetricsWriter(settings, time.monotonic(), Console(lambda *args, **kwargs: None))
+    for message in (report(0.1), report(9.0, replayed=True), report(0.3)):
+        writer.handle(Update(0, message))
+    writer.close()
+    with open(tmp_path / "metrics.csv", newline="") as file:
+        (row,) = csv.DictReader(file)
+    assert float(row["noise_kl"]) == pytest.approx(0.2) and float(row["noise_flips"]) == pytest.approx(0.5)
+    assert row["noise_consistency"] == "nan"
