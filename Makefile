@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -60,6 +60,11 @@ bench-solve: bench-venv
 # ZOO_ARGS="--env Acrobot-v1 --seeds 3": a part of the suite (the whole of it takes hours on 2 cores)
 bench-zoo: bench-venv box2d-venv
 	$(PY) benchmarks/zoo.py $(ZOO_ARGS)
+
+# NoisyNet against no noise and entropy dithering where random play rarely finds the reward (hours on 2 cores);
+# EXPLORE_ARGS="--env a3c/DeepSea20-v0 --seeds 3" for a part
+bench-explore: bench-venv
+	$(PY) benchmarks/explore.py $(EXPLORE_ARGS)
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py

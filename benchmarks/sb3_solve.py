@@ -62,6 +62,13 @@ ZOO = {
         True,
         dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
     ),
+    ("MountainCar-v0", "a2c"): (16, 1_000_000, True, dict(ent_coef=0.0)),
+    ("MountainCar-v0", "ppo"): (
+        16,
+        1_000_000,
+        True,
+        dict(n_steps=16, gae_lambda=0.98, gamma=0.99, n_epochs=4, ent_coef=0.0),
+    ),
     ("LunarLander-v3", "a2c"): (
         8,
         200_000,

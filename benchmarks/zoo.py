@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from common import environment, print_table, read_summary, run_sb3, run_timed, s
 from solve import show, spread
 
 from a3c.config.presets import preset_for
+from a3c.learn.distributions import NOISE_EFFECTS
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,12 @@ def eval_interval(env: str) -> float:
 
 
 def ours(env: str, seed: int, suite: Suite, **options) -> dict:
+    """One run of our trainer on 8 processes (options win), as its greedy evaluation and summary tell it; with
+    the medians over metrics.csv's rows of the policy's entropy and of what the noise did to it."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=env, num_processes=8, seed=seed, target_return=suite.target, **options)
+        options = {"num_processes": 8, **options}
+        command = trainer_command(run_dir, env=env, seed=seed, target_return=suite.target, **options)
         wall, _, _ = run_timed(command, suite.timeout)
         summary = read_summary(run_dir)
         with open(run_dir / "eval.csv", newline="") as file:
@@ -60,13 +65,22 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
                 (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
                 for row in csv.DictReader(file)
             ]
+        with open(run_dir / "metrics.csv", newline="") as file:
+            rows = list(csv.DictReader(file))
     return {
         "solved": summary["solved"],
         "wall_seconds": wall,
         "env_steps": summary["solved_env_steps"],
         "final_eval": summary["last_eval_return"],
         "curve": curve,
+        **{name: median_of(rows, name) for name in ("entropy", *NOISE_EFFECTS)},
     }
+
+
+def median_of(rows: list[dict], column: str) -> float:
+    """The median of a metrics.csv column over the rows that have a number there (NaN if none has)."""
+    values = [float(row[column]) for row in rows if row.get(column) not in (None, "", "nan")]
+    return statistics.median(values) if values else math.nan
 
 
 def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
