@@ -12,11 +12,11 @@ its 8x8 map is found by random play in about 1 of 500 episodes, too often to tel
 and the Zoo has no settings for it.
 
 The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on),
-`--no-noise` (its entropy bonus the default 0.01), and `--no-noise` with a larger bonus, each of --entropy-
-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the Zoo's
-settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps (the
-trainer's default --max-steps), or at the task's timeout. Reported per task and contender: seeds solved, env
-steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's
+`--no-noise` (its entropy bonus the default 0.01), and `--no-noise` with a larger bonus, each of
+--entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
+Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
+(the trainer's default --max-steps), or at the task's timeout. Reported per task and contender: seeds solved,
+env steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's
 metrics.csv rows then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips,
 noise_consistency: docs/reference/run-directory.md).
 """
