@@ -23,7 +23,7 @@ from .conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
 SETUP_MARK = "<!-- setup:"  # a block after this comment installs things: the tests run in the installed venv
-RAY_SUMMARY_KEYS = {"node_groups", "global_model_calls", "sync_megabytes"}  # RayBackend.report()'s
+RAY_SUMMARY_KEYS = {"node_groups", "global_model_calls", "sync_megabytes", "group_figures"}  # RayBackend.report()'s
 
 
 def table_rows(page: Path, heading: str) -> list[str]:

@@ -144,6 +144,10 @@ def test_two_node_groups_learn_and_sync_every_interval(tmp_path, ray_address):
     assert summary["best_eval_return"] > 5 * RANDOM_CARTPOLE_RETURN, summary
     assert summary["stop_reason"] in ("solved", "max_steps")
     assert summary["node_groups"] == 2
+    groups = summary["group_figures"]
+    assert [group["group"] for group in groups] == [0, 1] and all(group["syncs"] >= 1 for group in groups)
+    assert sum(group["env_steps"] for group in groups) == summary["env_steps"] and all(g["sync_ms"] > 0 for g in groups)
+    assert all(f"node group {n} runs on {groups[n]['host']}" in result.stderr + result.stdout for n in (0, 1))
     # measured by the global model: each group's exchanges every 10 of its updates, plus the trainer's
     # reads for its mirror (10 a second) and a read and a last exchange per group
     syncs = summary["updates"] / 10

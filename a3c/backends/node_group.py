@@ -89,10 +89,23 @@ class NodeGroup:
         self.stop_requested = threading.Event()
         self.global_model = self.anchor = None
         self.reported_steps = self.synced_at = 0
+        self.syncs, self.sync_seconds = 0, 0.0  # exchanges with the global model, and their time
 
     def node(self) -> str:
-        """Answers once the actor is placed and built: the host it runs on."""
-        return socket.gethostname()
+        """Answers once the actor is placed and built: the host it runs on, by its address on the cluster's
+        network and its name (hosts that share a name, as containers may, differ by address)."""
+        import ray
+
+        return f"{ray.util.get_node_ip_address()} ({socket.gethostname()})"
+
+    def figures(self) -> dict:
+        """What this group did: its host, the env steps its workers counted, its syncs and their mean time."""
+        return {
+            "host": self.node(),
+            "env_steps": self.shared.env_steps.own(),
+            "syncs": self.syncs,
+            "sync_ms": round(1000 * self.sync_seconds / max(self.syncs, 1), 3),
+        }
 
     def run(self, global_model: GlobalModel) -> str:
         """Train until stopped; returns STOPPED, "max_steps", "worker_failed" or GLOBAL_LOST."""
@@ -129,6 +142,7 @@ class NodeGroup:
                 return failed
 
     def _sync(self) -> None:
+        started = time.monotonic()
         own_steps = self.shared.env_steps.own()
         self.synced_at = self.shared.optimizer.step_count()
 
@@ -141,6 +155,8 @@ class NodeGroup:
 
         self.anchor = sync_round(self.synced, self.anchor, exchange)
         self.reported_steps = own_steps
+        self.syncs += 1
+        self.sync_seconds += time.monotonic() - started
 
     def drain(self) -> list:
         return self.outbox.drain()

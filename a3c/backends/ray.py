@@ -137,6 +137,7 @@ class RayBackend(Backend):
         self.runs: dict[Any, int] = {}  # the ref of each group's run() call -> index
         self.placing: dict[Any, tuple[int, float]] = {}  # the ref of a group's node() call -> index, deadline
         self.placed: set[int] = set()
+        self.group_figures: dict[int, dict] = {}  # index -> what the group did, fetched at the stop
         self.group_restarts = dict.fromkeys(range(cluster.groups), 0)
         self.failed: Optional[str] = None  # the stop reason, once the run cannot go on
         self.next_drain = self.next_mirror = 0.0
@@ -238,7 +239,12 @@ class RayBackend(Backend):
             return None
         ready, _ = self.ray.wait(list(self.placing), num_returns=len(self.placing), timeout=0)
         for ref in ready:  # built, or failed to build: then its run() call says so
-            self.placed.add(self.placing.pop(ref)[0])
+            index = self.placing.pop(ref)[0]
+            self.placed.add(index)
+            try:
+                self.console.message(f"node group {index} runs on {self.ray.get(ref, timeout=0)}")
+            except self.ray.exceptions.RayError:
+                pass
         for index, deadline in self.placing.values():
             if time.monotonic() > deadline:
                 self.console.message(
@@ -326,11 +332,25 @@ class RayBackend(Backend):
             self._drain(handle)
             self.final_state_fetched = self.sync_state()
             self.traffic = self._traffic()
+            self.group_figures = self._group_figures()
         for actor in self.groups.values():
             self.ray.kill(actor)
         self.global_model.kill()
         self.global_model = None
         self.cluster.disconnect()
+
+    def _group_figures(self) -> dict[int, dict]:
+        """Each placed group's figures (a3c.backends.node_group.NodeGroup.figures), those that answer."""
+        indices = sorted(self.placed)
+        calls = [self.groups[index].figures.remote() for index in indices]
+        answered, _ = self.ray.wait(calls, num_returns=len(calls), timeout=CALL_TIMEOUT_SECONDS)
+        figures = {}
+        for index, ref in zip(indices, calls):
+            try:
+                figures[index] = self.ray.get(ref, timeout=0) if ref in answered else None
+            except self.ray.exceptions.RayError:  # a group lost meanwhile
+                pass
+        return {index: found for index, found in figures.items() if found is not None}
 
     def _traffic(self) -> dict:
         try:
@@ -344,7 +364,12 @@ class RayBackend(Backend):
         }
 
     def report(self) -> dict:
-        return self.traffic
+        if not self.traffic:
+            return {}
+        return {
+            **self.traffic,
+            "group_figures": [{"group": index, **self.group_figures[index]} for index in sorted(self.group_figures)],
+        }
 
     def kill(self) -> None:
         self.children.kill(self.evaluator.processes())

@@ -1,0 +1,171 @@
+"""A Ray cluster of separate network hosts on this one machine, made of Linux network namespaces (root only).
+
+    netns_cluster.py run [--workers 2] [--delay-ms 1 --rate-mbit 1000] -- python main.py --ray-address {head} ...
+    netns_cluster.py down        # remove whatever a killed run left behind
+
+`run` makes a head host and --workers worker hosts, each a namespace of its own with one link (a veth pair)
+to a bridge in a further namespace, the hosts at 10.213.7.1, .2, ... (addresses inside the namespaces
+only: nothing outside them is ever addressed). With --delay-ms and --rate-mbit each host's link delays
+what the host sends and limits its rate (`tc netem`): between two hosts a packet takes the delay one way,
+twice it there and back. Ray starts on every host as the clusters guide tells a user (`ray start --head
+--node-ip-address ...` on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker
+host), then COMMAND runs on the head's host, `{head}` in its words replaced by the head's address and
+port, and its exit code is this script's. On the way out, normal or not, every process in the hosts'
+namespaces is ended and the namespaces, with their links, are deleted; `down` does the same for a run
+that was killed outright, and says what it found. The hosts share this machine's cores, memory, disk and
+/dev/shm: only their network is their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+PREFIX = "a3c-"  # every namespace this script makes, and only those, is named so
+SWITCH = PREFIX + "switch"  # the namespace holding the bridge the hosts' links meet at
+SUBNET = "10.213.7"
+RAY_PORT = 6379
+RAY = str(Path(sys.executable).with_name("ray"))
+END_GRACE_SECONDS = 5.0
+
+
+def ip(*words: str, namespace: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    command = ["ip", *(["-n", namespace] if namespace else []), *words]
+    return subprocess.run(command, check=check, capture_output=True, text=True)
+
+
+def in_namespace(namespace: str, command: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", namespace, *command]
+
+
+def host_names(workers: int) -> list[str]:
+    return [PREFIX + "head", *(f"{PREFIX}worker{n}" for n in range(1, workers + 1))]
+
+
+def address(index: int) -> str:
+    return f"{SUBNET}.{index + 1}"
+
+
+def our_namespaces() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith(PREFIX)]
+
+
+def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> None:
+    """The switch's namespace with its bridge, and each host's namespace linked to it."""
+    ip("netns", "add", SWITCH)
+    ip("link", "add", "bridge", "type", "bridge", namespace=SWITCH)
+    ip("link", "set", "bridge", "up", namespace=SWITCH)
+    for index, host in enumerate(hosts):
+        ip("netns", "add", host)
+        ip("link", "set", "lo", "up", namespace=host)
+        # made inside the switch's namespace, one end then moved to the host's: nothing appears outside them
+        ip("link", "add", f"port{index}", "type", "veth", "peer", "name", "eth0", namespace=SWITCH)
+        ip("link", "set", "eth0", "netns", host, namespace=SWITCH)
+        ip("link", "set", f"port{index}", "master", "bridge", "up", namespace=SWITCH)
+        ip("addr", "add", f"{address(index)}/24", "dev", "eth0", namespace=host)
+        ip("link", "set", "eth0", "up", namespace=host)
+        if delay_ms or rate_mbit:
+            shape = [
+                *(["delay", f"{delay_ms}ms"] if delay_ms else []),
+                *(["rate", f"{rate_mbit}mbit"] if rate_mbit else []),
+            ]
+            subprocess.run(
+                in_namespace(host, ["tc", "qdisc", "add", "dev", "eth0", "root", "netem", *shape]), check=True
+            )
+
+
+def pids_in(namespace: str) -> list[int]:
+    found = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout
+    return [int(pid) for pid in found.split()]
+
+
+def end_processes(namespaces: list[str]) -> int:
+    """SIGTERM to every process in the namespaces, SIGKILL to those left after the grace; how many there were."""
+    pids = [pid for namespace in namespaces for pid in pids_in(namespace)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + END_GRACE_SECONDS
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+            time.sleep(0.1)
+    return len(pids)
+
+
+def take_down() -> tuple[int, list[str]]:
+    """End every process in our namespaces and delete them (their links go with them): how many processes
+    and which namespaces there were."""
+    namespaces = our_namespaces()
+    ended = end_processes(namespaces)
+    for namespace in namespaces:
+        ip("netns", "del", namespace, check=False)
+    left = our_namespaces()
+    if left:
+        raise RuntimeError(f"namespaces left after the take-down: {', '.join(left)}")
+    return ended, namespaces
+
+
+def start_ray(hosts: list[str], cpus: int) -> None:
+    """Ray on every host, as the clusters guide starts it: the head first, then each worker host joins it."""
+    common = ["--num-cpus", str(cpus), "--disable-usage-stats", "--include-dashboard", "false"]
+    head = [RAY, "start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT), *common]
+    subprocess.run(in_namespace(hosts[0], head), check=True, capture_output=True)
+    for index, host in enumerate(hosts[1:], start=1):
+        join = [RAY, "start", "--address", f"{address(0)}:{RAY_PORT}", "--node-ip-address", address(index), *common]
+        subprocess.run(in_namespace(host, join), check=True, capture_output=True)
+
+
+@contextmanager
+def cluster(workers: int, cpus: int, delay_ms: float = 0.0, rate_mbit: float = 0.0):
+    """The hosts with Ray running on each; yields the head's address and port. Taken down on the way out."""
+    if our_namespaces():
+        raise RuntimeError(f"namespaces of an earlier run are still here ({', '.join(our_namespaces())}): run `down`")
+    hosts = host_names(workers)
+    try:
+        make_hosts(hosts, delay_ms, rate_mbit)
+        start_ray(hosts, cpus)
+        yield f"{address(0)}:{RAY_PORT}"
+    finally:
+        take_down()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    actions = parser.add_subparsers(dest="action", required=True)
+    run = actions.add_parser("run", help="make the cluster, run COMMAND on the head's host, take it down")
+    run.add_argument("--workers", type=int, default=2, help="worker hosts beside the head")
+    run.add_argument("--cpus-per-host", type=int, default=os.cpu_count(), help="what each host's Ray node offers")
+    run.add_argument("--delay-ms", type=float, default=0.0, help="each host's link: delay of what it sends")
+    run.add_argument("--rate-mbit", type=float, default=0.0, help="each host's link: its rate limit (0: none)")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command; {head} is the head's address")
+    actions.add_parser("down", help="take down what a killed run left")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        parser.error("network namespaces need root")
+    if args.action == "down":
+        ended, namespaces = take_down()
+        print(f"took down {len(namespaces)} namespaces ({', '.join(namespaces) or 'none'}), ended {ended} processes")
+        return
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("run needs a command after --")
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # the take-down runs on a signal's way out too
+        signal.signal(signum, lambda signum, frame: sys.exit(128 + signum))
+    with cluster(args.workers, args.cpus_per_host, args.delay_ms, args.rate_mbit) as head:
+        code = subprocess.run(
+            in_namespace(PREFIX + "head", [word.replace("{head}", head) for word in command])
+        ).returncode
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
