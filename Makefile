@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -65,6 +65,10 @@ bench-zoo: bench-venv box2d-venv
 # EXPLORE_ARGS="--env a3c/DeepSea20-v0 --seeds 3" for a part
 bench-explore: bench-venv
 	$(PY) benchmarks/explore.py $(EXPLORE_ARGS)
+
+# Ray node groups on hosts made of network namespaces (root), against the local backend; CLUSTER_ARGS="--learn"
+bench-cluster: bench-venv ray-venv box2d-venv
+	$(PY) benchmarks/cluster_bench.py $(CLUSTER_ARGS)
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py

@@ -19,6 +19,7 @@ that was killed outright, and says what it found. The hosts share this machine's
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -114,25 +115,34 @@ def take_down() -> tuple[int, list[str]]:
     return ended, namespaces
 
 
-def start_ray(hosts: list[str], cpus: int) -> None:
+def start_ray(hosts: list[str], cpus: int, head_cpus: int) -> None:
     """Ray on every host, as the clusters guide starts it: the head first, then each worker host joins it."""
-    common = ["--num-cpus", str(cpus), "--disable-usage-stats", "--include-dashboard", "false"]
-    head = [RAY, "start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT), *common]
-    subprocess.run(in_namespace(hosts[0], head), check=True, capture_output=True)
+    common = ["--disable-usage-stats", "--include-dashboard", "false"]
+    head = [RAY, "start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT)]
+    subprocess.run(
+        in_namespace(hosts[0], [*head, "--num-cpus", str(head_cpus), *common]), check=True, capture_output=True
+    )
     for index, host in enumerate(hosts[1:], start=1):
-        join = [RAY, "start", "--address", f"{address(0)}:{RAY_PORT}", "--node-ip-address", address(index), *common]
-        subprocess.run(in_namespace(host, join), check=True, capture_output=True)
+        join = [RAY, "start", "--address", f"{address(0)}:{RAY_PORT}", "--node-ip-address", address(index)]
+        subprocess.run(in_namespace(host, [*join, "--num-cpus", str(cpus), *common]), check=True, capture_output=True)
+
+
+def link_bytes(host: str) -> tuple[int, int]:
+    """The bytes a host's link has sent and received so far (its interface counters)."""
+    found = json.loads(ip("-s", "-j", "link", "show", "eth0", namespace=host).stdout)[0]["stats64"]
+    return found["tx"]["bytes"], found["rx"]["bytes"]
 
 
 @contextmanager
-def cluster(workers: int, cpus: int, delay_ms: float = 0.0, rate_mbit: float = 0.0):
-    """The hosts with Ray running on each; yields the head's address and port. Taken down on the way out."""
+def cluster(workers: int, cpus: int, head_cpus: int, delay_ms: float = 0.0, rate_mbit: float = 0.0):
+    """The hosts with Ray running on each, the head's node offering `head_cpus` (0: node groups go to the worker
+    hosts only); yields the head's address and port. Taken down on the way out."""
     if our_namespaces():
         raise RuntimeError(f"namespaces of an earlier run are still here ({', '.join(our_namespaces())}): run `down`")
     hosts = host_names(workers)
     try:
         make_hosts(hosts, delay_ms, rate_mbit)
-        start_ray(hosts, cpus)
+        start_ray(hosts, cpus, head_cpus)
         yield f"{address(0)}:{RAY_PORT}"
     finally:
         take_down()
@@ -144,6 +154,7 @@ def main() -> None:
     run = actions.add_parser("run", help="make the cluster, run COMMAND on the head's host, take it down")
     run.add_argument("--workers", type=int, default=2, help="worker hosts beside the head")
     run.add_argument("--cpus-per-host", type=int, default=os.cpu_count(), help="what each host's Ray node offers")
+    run.add_argument("--head-cpus", type=int, help="what the head's node offers (default: --cpus-per-host)")
     run.add_argument("--delay-ms", type=float, default=0.0, help="each host's link: delay of what it sends")
     run.add_argument("--rate-mbit", type=float, default=0.0, help="each host's link: its rate limit (0: none)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command; {head} is the head's address")
@@ -160,7 +171,8 @@ def main() -> None:
         parser.error("run needs a command after --")
     for signum in (signal.SIGTERM, signal.SIGHUP):  # the take-down runs on a signal's way out too
         signal.signal(signum, lambda signum, frame: sys.exit(128 + signum))
-    with cluster(args.workers, args.cpus_per_host, args.delay_ms, args.rate_mbit) as head:
+    head_cpus = args.cpus_per_host if args.head_cpus is None else args.head_cpus
+    with cluster(args.workers, args.cpus_per_host, head_cpus, args.delay_ms, args.rate_mbit) as head:
         code = subprocess.run(
             in_namespace(PREFIX + "head", [word.replace("{head}", head) for word in command])
         ).returncode

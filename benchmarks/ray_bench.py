@@ -92,7 +92,7 @@ def messages_per_second(count: int = 50_000) -> float:
     """Update messages/s through the trainer's metrics writer, rows and all."""
     report = RolloutReport(80, [20.0], [20], 0.1, 0.2, 0.3, 1.0)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = MetricsSettings(Path(tmp), 20_000, 3600, 10**9, lambda steps: 1e-3)
+        settings = MetricsSettings(Path(tmp), 20_000, 3600, lambda steps, seconds: 0.0, lambda steps, seconds: 1e-3)
         writer = MetricsWriter(settings, time.monotonic(), Console(print, live=False))
         began = time.perf_counter()
         for _ in range(count):
@@ -114,14 +114,17 @@ def steady_rates(run_dir: Path) -> dict:
     }
 
 
-def train_for(seconds: float, **backend) -> dict:
+def train_for(seconds: float, workers: int = WORKERS, envs: int = ENVS, host: list[str] = (), **backend) -> dict:
+    """CartPole's pipeline for `seconds` (a group's workers, their envs, the backend's options), launched behind
+    the words of `host` (another host's namespace, say): its steady rates, its stop, its updates and
+    global-model calls per 1000 env steps, and its summary."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        options = dict(DEFAULTS_WITHOUT_PRESET, envs_per_process=ENVS)  # the pipeline, not CartPole's preset
+        options = dict(DEFAULTS_WITHOUT_PRESET, envs_per_process=envs)  # the pipeline, not CartPole's preset
         command = trainer_command(
             run_dir,
             env=ENV,
-            num_processes=WORKERS,
+            num_processes=workers,
             max_steps=10**9,
             target_return="none",
             eval_episodes=0,
@@ -130,13 +133,14 @@ def train_for(seconds: float, **backend) -> dict:
             **options,
             **backend,
         ) + ["--no-tensorboard"]
-        run_timed(command, timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
+        run_timed([*host, *command], timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
         summary = read_summary(run_dir)
         return {
             **steady_rates(run_dir),
             "stop_reason": summary["stop_reason"],
             "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
             "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"],
+            "summary": summary,
         }
 
 

@@ -1,0 +1,147 @@
+"""Ray node groups on separate network hosts against the local backend on the same cores (root).
+
+    cluster_bench.py                          # throughput over a LAN-like and a WAN-like link
+    cluster_bench.py --learn --seeds 5        # Acrobot's and LunarLander's presets to a confirmed solve
+
+The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
+offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
+100 Mbit/s) one way. They share this machine's cores: a cluster here is the local backend's work spread
+over hosts, plus what the network and Ray add, which is what is measured.
+
+Throughput: CartPole-v1's pipeline (8 processes x 32 envs, t-max 10, no replay, no evaluator), each run
+stopped by SIGINT after --seconds: `--backend local` on this machine, then, for each link and each
+--sync-interval of --intervals, `--backend ray --nodes 2 --num-processes 4` on the hosts, interleaved;
+steady env steps/s from metrics.csv and its ratio to the local backend's, each group's env steps
+(summary.json's group_figures), and the bytes the worker hosts' links sent and received over the run per
+exchange with the global model (their interface counters). Beside them the env-alone rate.
+
+Learning (--learn): each preset over --seeds, `--num-processes 8` locally against two groups of 4 on
+the LAN-like hosts, to a confirmed solve or the env's timeout: runs solved, env steps and seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
+from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes
+from ray_bench import train_for
+from solve import show, spread
+from throughput import env_ceiling
+
+HEAD = PREFIX + "head"
+LINKS = {"LAN (1 ms, 1 Gbit/s)": (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
+WORKERS, ENVS, GROUPS = 8, 32, 2
+LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
+
+
+def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
+    """Env steps/s of the local backend and of the cluster at each link and sync interval, interleaved."""
+    rates: dict[str, list[dict]] = {"local": []}
+    for name, (delay_ms, rate_mbit) in LINKS.items():
+        with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
+            workers = host_names(GROUPS)[1:]
+            for _ in range(repeats):
+                rates["local"].append(train_for(seconds, WORKERS, ENVS))
+                for interval in intervals:
+                    before = [link_bytes(host) for host in workers]
+                    run = train_for(
+                        seconds,
+                        WORKERS // GROUPS,
+                        ENVS,
+                        in_namespace(HEAD, []),
+                        backend="ray",
+                        ray_address=head,
+                        nodes=GROUPS,
+                        sync_interval=interval,
+                    )
+                    moved = sum(sum(after) - sum(start) for after, start in zip(map(link_bytes, workers), before))
+                    syncs = sum(group["syncs"] for group in run["summary"].get("group_figures", []))
+                    run["bytes_per_sync"] = moved / max(syncs, 1)
+                    rates.setdefault(f"{name}, --sync-interval {interval}", []).append(run)
+    return rates
+
+
+def solve_on(env: str, seed: int, timeout: float, host: list[str], **options) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        command = trainer_command(run_dir, env=env, seed=seed, **options) + ["--no-tensorboard"]
+        wall, _, _ = run_timed([*host, *command], timeout)
+        summary = read_summary(run_dir)
+    return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
+
+
+def learning(seeds: int) -> dict:
+    """Each preset, locally and on the LAN-like hosts, interleaved by seed."""
+    runs: dict[str, dict[str, list]] = {}
+    delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"]
+    with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
+        for env, timeout in LEARN.items():
+            by = runs.setdefault(env, {"local, 8 processes": [], "2 groups x 4 on the LAN hosts": []})
+            for seed in range(seeds):
+                by["local, 8 processes"].append(solve_on(env, seed, timeout, [], num_processes=WORKERS))
+                cluster_run = solve_on(
+                    env,
+                    seed,
+                    timeout,
+                    in_namespace(HEAD, []),
+                    backend="ray",
+                    ray_address=head,
+                    nodes=GROUPS,
+                    num_processes=WORKERS // GROUPS,
+                )
+                by["2 groups x 4 on the LAN hosts"].append(cluster_run)
+    return runs
+
+
+def median_and_range(runs: list[dict], key: str) -> str:
+    found = spread(runs, key)
+    return f"{show(found['median'], ',.0f')} ({show(found['min'], ',.0f')}-{show(found['max'], ',.0f')})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="each throughput run, from launch")
+    parser.add_argument("--intervals", default="10,50,200", help="the --sync-interval values, comma-separated")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args()
+    info = environment()
+    if args.learn:
+        runs = learning(args.seeds)
+        rows = [
+            [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
+            for env, by in runs.items()
+            for name, found in by.items()
+        ]
+        print_table(["env", "contender", "solved", "env steps to solve, median (range)"], rows)
+        save_json("cluster-learn", {**info, "runs": runs})
+        return
+    env_alone = env_ceiling(ENVS, 2.0)
+    rates = throughput(args.seconds, [int(n) for n in args.intervals.split(",")], args.repeats)
+    local = statistics.median(run["env_steps_per_second"] for run in rates["local"])
+    print(f"\nenv alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
+    rows = []
+    for name, runs in rates.items():
+        rate = statistics.median(run["env_steps_per_second"] for run in runs)
+        per_sync = [run["bytes_per_sync"] for run in runs if "bytes_per_sync" in run]
+        groups = [group["env_steps"] for run in runs for group in run["summary"].get("group_figures", [])]
+        rows.append(
+            [
+                name,
+                f"{rate:,.0f}",
+                f"{rate / local:.2f}",
+                f"{statistics.median(per_sync) / 1e3:,.1f} kB" if per_sync else "",
+                f"{min(groups):,} - {max(groups):,}" if groups else "",
+            ]
+        )
+    print_table(["backend", "env steps/s", "x local", "link bytes per sync", "env steps a group"], rows)
+    save_json("cluster", {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
+
+
+if __name__ == "__main__":
+    main()
