@@ -29,7 +29,7 @@ from pathlib import Path
 from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
 from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes
 from ray_bench import train_for
-from solve import show, spread
+from solve import show_spread, spread
 from throughput import env_ceiling
 
 HEAD = PREFIX + "head"
@@ -98,8 +98,7 @@ def learning(seeds: int) -> dict:
 
 
 def median_and_range(runs: list[dict], key: str) -> str:
-    found = spread(runs, key)
-    return f"{show(found['median'], ',.0f')} ({show(found['min'], ',.0f')}-{show(found['max'], ',.0f')})"
+    return show_spread(spread(runs, key), ",.0f")
 
 
 def main() -> None:

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 
-from common import environment, print_table, save_results
+from common import environment
 from solve import show
-from zoo import Suite, ours, plot, sb3, summarize
+from zoo import Suite, ours, report, sb3
 
 from a3c.learn.distributions import NOISE_EFFECTS
 
@@ -74,40 +73,6 @@ def run_task(env: str, suite: Suite, entropy_coefs: list[float], only: list[str]
     return results
 
 
-def median_over_seeds(runs: list[dict], figure: str) -> float:
-    values = [run[figure] for run in runs if not math.isnan(run.get(figure, math.nan))]
-    return statistics.median(values) if values else math.nan
-
-
-def report(info: dict, tasks: dict, results: dict, out: str) -> None:
-    summary = {
-        env: {
-            name: {**summarize(runs), **{figure: median_over_seeds(runs, figure) for figure in FIGURES}}
-            for name, runs in by_contender.items()
-        }
-        for env, by_contender in results.items()
-    }
-    print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
-    print_table(
-        ["task", "contender", "solved", "env steps to solve, median (range)", "final greedy return", *FIGURES],
-        [
-            [
-                env,
-                name,
-                f"{s['solved']}/{s['seeds']}",
-                f"{show(s['env_steps']['median'], ',.0f')} ({show(s['env_steps']['min'], ',.0f')}-"
-                f"{show(s['env_steps']['max'], ',.0f')})",
-                f"{s['final_eval']['median']:.2f}",
-                *(f"{s[figure]:.3g}" for figure in FIGURES),
-            ]
-            for env, by_contender in summary.items()
-            for name, s in by_contender.items()
-        ],
-    )
-    data = {**info, "suites": {env: vars(tasks[env]) for env in results}, "summary": summary, "runs": results}
-    save_results(out, data, plot(results, tasks))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", choices=list(TASKS), help="one task; repeat for more")
@@ -128,7 +93,7 @@ def main() -> None:
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
         results[env] = run_task(env, task, coefs, args.only)
-        report(info, tasks, results, args.out)
+        report(info, tasks, results, args.out, FIGURES)
 
 
 if __name__ == "__main__":

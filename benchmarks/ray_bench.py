@@ -42,7 +42,7 @@ from common import (
     save_results,
     trainer_command,
 )
-from solve import show, spread
+from solve import show_spread, spread
 from throughput import env_ceiling
 
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its pieces directly
@@ -327,8 +327,8 @@ def main() -> None:
             [
                 name,
                 f"{sum(run['solved'] for run in runs)}/{len(runs)}",
-                f"{show(steps['median'], ',.0f')} ({show(steps['min'], ',.0f')}-{show(steps['max'], ',.0f')})",
-                f"{show(seconds['median'], '.1f')} ({show(seconds['min'], '.1f')}-{show(seconds['max'], '.1f')})",
+                show_spread(steps, ",.0f"),
+                show_spread(seconds, ".1f"),
                 f"{updates:.1f}",
                 f"{calls:.2f}" if calls else "",
                 f"{updates / calls:.0f}x" if calls else "",

@@ -80,6 +80,11 @@ def show(value, fmt: str) -> str:
     return "unsolved" if value is None else format(value, fmt)
 
 
+def show_spread(stats: dict, fmt: str) -> str:
+    """A spread's median (min-max), "unsolved" where a value is."""
+    return f"{show(stats['median'], fmt)} ({show(stats['min'], fmt)}-{show(stats['max'], fmt)})"
+
+
 def plot(results: dict, timeout: float):
     figure, axes = plt.subplots(figsize=(11, 4.5))
     names = list(results)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 from common import environment, print_table, read_summary, run_sb3, run_timed, save_results, trainer_command
-from solve import show, spread
+from solve import show, show_spread, spread
 
 from a3c.config.presets import preset_for
 from a3c.learn.distributions import NOISE_EFFECTS
@@ -151,23 +151,41 @@ def plot(results: dict, suites: dict):
     return figure
 
 
-def report(info: dict, suites: dict, results: dict, out: str) -> None:
+def median_over_seeds(runs: list[dict], figure: str) -> float:
+    """A figure's median over the runs that have it (NaN if none has: an SB3 run, a network without noise)."""
+    values = [run[figure] for run in runs if not math.isnan(run.get(figure, math.nan))]
+    return statistics.median(values) if values else math.nan
+
+
+def report(info: dict, suites: dict, results: dict, out: str, figures: tuple[str, ...] = ()) -> None:
+    """The table and the results file; `figures`: more of each run's figures, as medians over seeds."""
     summary = {
-        env: {name: summarize(runs) for name, runs in by_contender.items()} for env, by_contender in results.items()
+        env: {
+            name: {**summarize(runs), **{figure: median_over_seeds(runs, figure) for figure in figures}}
+            for name, runs in by_contender.items()
+        }
+        for env, by_contender in results.items()
     }
     print(f"\n{info['cores']} cores, load average at start {info['load_average_at_start'][0]:.2f}")
     print_table(
-        ["env", "contender", "solved", "env steps to solve, median (range)", "seconds to solve", "final greedy return"],
+        [
+            "env",
+            "contender",
+            "solved",
+            "env steps to solve, median (range)",
+            "seconds to solve",
+            "final greedy return",
+            *figures,
+        ],
         [
             [
                 env,
                 name,
                 f"{s['solved']}/{s['seeds']}",
-                f"{show(s['env_steps']['median'], ',.0f')} ({show(s['env_steps']['min'], ',.0f')}-"
-                f"{show(s['env_steps']['max'], ',.0f')})",
-                f"{show(s['wall_seconds']['median'], '.1f')} ({show(s['wall_seconds']['min'], '.1f')}-"
-                f"{show(s['wall_seconds']['max'], '.1f')})",
-                f"{s['final_eval']['median']:.1f}",
+                show_spread(s["env_steps"], ",.0f"),
+                show_spread(s["wall_seconds"], ".1f"),
+                f"{s['final_eval']['median']:.2f}",
+                *(f"{s[figure]:.3g}" for figure in figures),
             ]
             for env, by_contender in summary.items()
             for name, s in by_contender.items()
