@@ -3,6 +3,7 @@
     explore.py                                    # every task, 5 seeds
     explore.py --env a3c/DeepSea20-v0 --seeds 3   # one task
     explore.py --only noise --only "no noise"     # two contenders
+    explore.py --at-start                         # what the noise does to fresh networks, at each sigma
 
 The tasks: DeepSea at N = 10, 20 and 30 (a3c/envs/deep_sea.py: random play finds the corner in 2 of 2^N
 episodes, and a policy that dithers step by step no more often), and MountainCar-v0, gymnasium's
@@ -11,7 +12,8 @@ within the episode's 200 steps; the RL Zoo has A2C and PPO settings for it). Fro
 its 8x8 map is found by random play in about 1 of 500 episodes, too often to tell exploration apart,
 and the Zoo has no settings for it.
 
-The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on),
+The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on,
+sigma 0.017 a weight at the start), the same with the larger starting sigmas of --sigmas,
 `--no-noise` (its entropy bonus the default 0.01), and `--no-noise` with a larger bonus, each of
 --entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
 Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
@@ -26,11 +28,16 @@ from __future__ import annotations
 import argparse
 import math
 
-from common import environment
+import numpy as np
+import torch
+from common import environment, print_table
 from solve import show
 from zoo import Suite, ours, report, sb3
 
+from a3c.config.settings import Config
 from a3c.learn.distributions import NOISE_EFFECTS
+from a3c.learn.learner import ActorLearner
+from a3c.learn.seeding import worker_seeds
 
 TASKS = {
     "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),
@@ -42,11 +49,11 @@ WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
 FIGURES = ("entropy", *NOISE_EFFECTS)
 
 
-def contenders(env: str, entropy_coefs: list[float], only: list[str] | None) -> dict:
-    found = {
-        "noise": lambda seed, suite: ours(env, seed, suite),
-        "no noise": lambda seed, suite: ours(env, seed, suite, noise=False),
-    }
+def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], only: list[str] | None) -> dict:
+    found = {"noise": lambda seed, suite: ours(env, seed, suite)}
+    for sigma in sigmas:
+        found[f"noise, sigma {sigma:g}"] = lambda seed, suite, sigma=sigma: ours(env, seed, suite, sigma_init=sigma)
+    found["no noise"] = lambda seed, suite: ours(env, seed, suite, noise=False)
     for coef in entropy_coefs:
         found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: ours(
             env, seed, suite, noise=False, entropy_coef=coef
@@ -57,8 +64,8 @@ def contenders(env: str, entropy_coefs: list[float], only: list[str] | None) -> 
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_task(env: str, suite: Suite, entropy_coefs: list[float], only: list[str] | None) -> dict:
-    runs_by = contenders(env, entropy_coefs, only)
+def run_task(env: str, suite: Suite, sigmas: list[float], entropy_coefs: list[float], only: list[str] | None) -> dict:
+    runs_by = contenders(env, sigmas, entropy_coefs, only)
     results = {name: [] for name in runs_by}
     for seed in range(suite.seeds):
         for name, contender in runs_by.items():
@@ -73,26 +80,49 @@ def run_task(env: str, suite: Suite, entropy_coefs: list[float], only: list[str]
     return results
 
 
+def at_start(envs: list[str], sigmas: list[float], rollouts: int = 10) -> None:
+    """What the noise does to a fresh network's policy: a worker's learner of the trainer's defaults plays
+    `rollouts` rollouts (a draw each, learning nothing: no gradient is applied) at each starting sigma."""
+    rows = []
+    for env in envs:
+        for sigma in sigmas:
+            config = Config(env=env, sigma_init=sigma)
+            torch.manual_seed(0)
+            learner = ActorLearner(config, worker_seeds(config, rank=0))
+            reports = [learner.compute_gradient()[1] for _ in range(rollouts)]
+            rows.append([env, sigma, *(f"{np.mean([getattr(r, f) for r in reports]):.3g}" for f in FIGURES)])
+    print_table(["task", "sigma at the start", *FIGURES], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", choices=list(TASKS), help="one task; repeat for more")
     parser.add_argument("--seeds", type=int, help="seeds per task (default 5)")
     parser.add_argument(
+        "--sigmas", default="0.1,0.5", help="the noise's initial sigmas of more noisy contenders, comma-separated"
+    )
+    parser.add_argument(
         "--entropy-coefs", default="0.03,0.1", help="the entropy bonuses of the dithering contenders, comma-separated"
     )
     parser.add_argument("--only", action="append", metavar="CONTENDER", help='e.g. "no noise"; repeat for more')
     parser.add_argument("--out", default="explore", help="results name")
+    parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
     args = parser.parse_args()
     info = environment()
-    coefs = [float(coef) for coef in args.entropy_coefs.split(",") if coef]
+    sigmas, coefs = (
+        [float(value) for value in values.split(",") if value] for values in (args.sigmas, args.entropy_coefs)
+    )
     tasks = {
         env: Suite(task.target, args.seeds or task.seeds, task.timeout)
         for env, task in TASKS.items()
         if env in (args.env or TASKS)
     }
+    if args.at_start:
+        at_start(list(tasks), [Config().sigma_init, *sigmas])
+        return
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, coefs, args.only)
+        results[env] = run_task(env, task, sigmas, coefs, args.only)
         report(info, tasks, results, args.out, FIGURES)
 
 
