@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -69,6 +69,10 @@ bench-explore: bench-venv
 # Ray node groups on hosts made of network namespaces (root), against the local backend; CLUSTER_ARGS="--learn"
 bench-cluster: bench-venv ray-venv box2d-venv
 	$(PY) benchmarks/cluster_bench.py $(CLUSTER_ARGS)
+
+# faults across namespace hosts (root): a link cut, a raylet killed, the head's host lost; 3 tries each
+bench-cluster-faults: bench-venv ray-venv
+	$(PY) benchmarks/cluster_faults.py $(FAULTS_ARGS)
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py

@@ -102,6 +102,24 @@ def end_processes(namespaces: list[str]) -> int:
     return len(pids)
 
 
+def set_link(host: str, up: bool) -> None:
+    """Cut a host's link (its packets go nowhere, its processes live on) or restore it."""
+    ip("link", "set", "eth0", "up" if up else "down", namespace=host)
+
+
+def kill_processes(host: str, named: str = "") -> list[int]:
+    """SIGKILL the host's processes whose command line holds `named` (all of them: the host is lost)."""
+    killed = []
+    for pid in pids_in(host):
+        try:
+            if named in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return killed
+
+
 def take_down() -> tuple[int, list[str]]:
     """End every process in our namespaces and delete them (their links go with them): how many processes
     and which namespaces there were."""

@@ -1,0 +1,170 @@
+"""Faults across separate network hosts, each tried --tries times: what the run does, and what it keeps (root).
+
+    cluster_faults.py                                  # every fault, 3 tries each
+    cluster_faults.py --fault "raylet killed" --tries 1
+
+On netns_cluster.py's hosts (a head offering no CPUs, where the trainer runs, and two worker hosts of one
+CPU each), CartPole-v1 trains in two node groups of one worker with no target, a checkpoint every 5 s and
+a --placement-timeout of 30 s. --fault-at seconds after its first metrics row one fault strikes:
+- "link cut": worker host 1's link goes down, and comes back --restore-after seconds later;
+- "raylet killed": Ray's node manager on worker host 1 is SIGKILLed;
+- "head host lost": every process of the head's host, the trainer's included, is SIGKILLed.
+The run is left --watch seconds to answer (a stop of its own, or SIGINT then), and then resumed on a
+new cluster for --resume-for seconds. Reported per try: the first run's exit code and stop reason (none
+where it was killed), the console's lines about node groups, whether last.pt loaded, and whether the
+resumed metrics.csv's env steps rise without a repeated or missing row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from common import PYTHON, REPO, environment, print_table, save_json, trainer_command
+from netns_cluster import PREFIX, cluster, host_names, in_namespace, kill_processes, set_link
+
+from a3c.learn.checkpoint import load_checkpoint
+
+HEAD, WORKER = PREFIX + "head", host_names(1)[1]
+LOG_INTERVAL = 2000
+FAULTS = ("link cut", "raylet killed", "head host lost")
+
+
+def start_trainer(head: str, run_dir: Path, resume: bool) -> subprocess.Popen:
+    """The trainer on the head's host: a new run, or --resume of it on this cluster."""
+    if resume:
+        command = [PYTHON, str(REPO / "main.py"), "--resume", str(run_dir), "--ray-address", head]
+    else:
+        command = trainer_command(
+            run_dir,
+            env="CartPole-v1",
+            backend="ray",
+            ray_address=head,
+            num_processes=1,
+            nodes=2,
+            target_return="none",
+            max_steps=50_000_000,
+            log_interval=LOG_INTERVAL,
+            checkpoint_interval=5,
+            placement_timeout=30,
+            print_interval=1,
+        )
+    return subprocess.Popen(
+        in_namespace(HEAD, [*command, "--no-tensorboard"]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def rows(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def wait_for_rows(run_dir: Path, count: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while len(rows(run_dir)) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def finish(process, seconds: float) -> tuple[int, str]:
+    """The process's exit code and output, SIGINT after `seconds` if it is still running."""
+    try:
+        output, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    return process.returncode, output
+
+
+def strike(fault: str, restore_after: float) -> None:
+    if fault == "link cut":
+        set_link(WORKER, up=False)
+        time.sleep(restore_after)
+        set_link(WORKER, up=True)
+    elif fault == "raylet killed":
+        kill_processes(WORKER, "raylet")
+    else:
+        kill_processes(HEAD)
+
+
+def metrics_continue(run_dir: Path) -> bool:
+    """Env steps rise row by row, no row repeated, none missing (a row every LOG_INTERVAL env steps, the
+    stop's own row aside)."""
+    steps = [int(row["env_steps"]) for row in rows(run_dir)]
+    rising = all(b > a for a, b in zip(steps, steps[1:]))
+    return rising and all(b - a <= 2 * LOG_INTERVAL for a, b in zip(steps, steps[1:]))
+
+
+def one_try(fault: str, args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        with cluster(2, 1, 0) as head:
+            process = start_trainer(head, run_dir, resume=False)
+            wait_for_rows(run_dir, 1, 120)
+            time.sleep(args.fault_at)
+            struck = time.monotonic()
+            strike(fault, args.restore_after)
+            code, output = finish(process, max(args.watch - (time.monotonic() - struck), 1))
+        summary_path = run_dir / "summary.json"
+        stop = json.loads(summary_path.read_text())["stop_reason"] if summary_path.exists() else None
+        try:
+            load_checkpoint(run_dir / "checkpoints" / "last.pt")
+            loads = True
+        except Exception:
+            loads = False
+        with cluster(2, 1, 0) as head:
+            resumed_code, _ = finish(start_trainer(head, run_dir, resume=True), args.resume_for)
+        return {
+            "exit_code": code,
+            "stop_reason": stop,
+            "groups_said": [line for line in output.splitlines() if "node group" in line],
+            "last_pt_loads": loads,
+            "resumed_exit_code": resumed_code,
+            "metrics_continue": metrics_continue(run_dir),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fault", action="append", choices=FAULTS, help="one fault; repeat for more")
+    parser.add_argument("--tries", type=int, default=3)
+    parser.add_argument("--fault-at", type=float, default=10.0, help="seconds after the first metrics row")
+    parser.add_argument("--restore-after", type=float, default=60.0, help="seconds a cut link stays down")
+    parser.add_argument("--watch", type=float, default=120.0, help="seconds after the fault before SIGINT")
+    parser.add_argument("--resume-for", type=float, default=30.0, help="seconds of the resumed run")
+    args = parser.parse_args()
+    results = {fault: [one_try(fault, args) for _ in range(args.tries)] for fault in args.fault or FAULTS}
+    print_table(
+        ["fault", "try", "exit", "stop reason", "last.pt loads", "resumed exit", "metrics continue", "said"],
+        [
+            [
+                fault,
+                n,
+                run["exit_code"],
+                run["stop_reason"],
+                run["last_pt_loads"],
+                run["resumed_exit_code"],
+                run["metrics_continue"],
+                " / ".join(run["groups_said"])[-120:],
+            ]
+            for fault, runs in results.items()
+            for n, run in enumerate(runs)
+        ],
+    )
+    save_json("cluster-faults", {**environment(), "args": vars(args), "results": results})
+
+
+if __name__ == "__main__":
+    main()
