@@ -110,6 +110,14 @@ def test_a_run_that_fits_but_oversubscribes_the_cores_is_warned_about():
     assert check(Config(num_processes=8), cores=2) == []
     (warning,) = check(Config(num_processes=9), cores=2)
     assert warning.startswith("--num-processes 9 on 2 cores: more than 4 workers a core")
+    assert check(Config(num_processes=9, backend="ray"), cores=2) == []  # the workers are on the cluster's nodes
+
+
+def test_frames_are_warned_about_from_two_workers_a_core():
+    pytest.importorskip("ale_py", reason="Atari needs pip install -r requirements-atari.txt")
+    assert check(Config(env="ALE/Pong-v5", num_processes=4), cores=2) == []
+    (warning,) = check(Config(env="ALE/Pong-v5", num_processes=5), cores=2)
+    assert warning.startswith("--num-processes 5 on 2 cores: on frames more than 2 workers a core go slower")
 
 
 def test_the_tasks_of_this_user_are_counted():

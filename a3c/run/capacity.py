@@ -28,6 +28,9 @@ PROCESS_BYTES = 12 * 2**20  # a forked worker's own memory at its start (CartPol
 FLOAT_BYTES = 4
 OPTIMIZER_SLOTS = {"adam": 2, "rmsprop": 1}  # state tensors the size of the weights
 PROCESSES_PER_CORE = 4  # beyond this a run is warned about: the workers mostly wait their turn
+# on frames, beyond this: each worker's convolutions and frames crowd the others' out of the caches (Pong's
+# preset, 8 processes on 2 cores: 0.65x the env steps/s of 4; docs/results/index.md, "Atari throughput")
+FRAME_PROCESSES_PER_CORE = 2
 
 
 def network_size(config: Config, spec: EnvSpec) -> Optional[int]:
@@ -182,7 +185,20 @@ def check_capacity(
                 f"--run-dir {run_dir}: the checkpoints need about {size(need.checkpoints)} of disk; "
                 f"{size(disk)} is free there"
             )
-    if config.num_processes > PROCESSES_PER_CORE * cores and config.backend == "local":
+    return oversubscribed(config, len(spec.obs_shape) == 3, cores)
+
+
+def oversubscribed(config: Config, frames: bool, cores: int) -> list[str]:
+    """A warning where the local backend has more workers a core than pay: the run fits, but goes slower."""
+    if config.backend != "local":
+        return []
+    if frames and config.num_processes > FRAME_PROCESSES_PER_CORE * cores:
+        return [
+            f"--num-processes {config.num_processes} on {cores} cores: on frames more than "
+            f"{FRAME_PROCESSES_PER_CORE} workers a core go slower than {FRAME_PROCESSES_PER_CORE * cores} in all "
+            "(their convolutions crowd each other out of the caches: docs/results/index.md, Atari throughput)"
+        ]
+    if config.num_processes > PROCESSES_PER_CORE * cores:
         return [
             f"--num-processes {config.num_processes} on {cores} cores: more than {PROCESSES_PER_CORE} "
             "workers a core mostly wait their turn, and each costs start-up time and memory"
