@@ -76,6 +76,11 @@ TRAIN_OPTIONS = [
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option(
+        "--noise-draw",
+        "NoisyNet's draw, held for a rollout: one for all of a worker's envs, or one for each env",
+        type=click.Choice(["worker", "env"]),
+    ),
+    option(
         "--model",
         "module:function returning your own torch network instead of the stock one (docs/guides/own-network.md)",
     ),

@@ -13,7 +13,8 @@ its 8x8 map is found by random play in about 1 of 500 episodes, too often to tel
 and the Zoo has no settings for it.
 
 The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on,
-sigma 0.017 a weight at the start), the same with the larger starting sigmas of --sigmas,
+sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the same with the larger
+starting sigmas of --sigmas, each with one draw for all of a worker's envs and with one for each env,
 `--no-noise` (its entropy bonus the default 0.01), and `--no-noise` with a larger bonus, each of
 --entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
 Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
@@ -53,6 +54,9 @@ def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], only: 
     found = {"noise": lambda seed, suite: ours(env, seed, suite)}
     for sigma in sigmas:
         found[f"noise, sigma {sigma:g}"] = lambda seed, suite, sigma=sigma: ours(env, seed, suite, sigma_init=sigma)
+        found[f"noise, sigma {sigma:g}, a draw an env"] = lambda seed, suite, sigma=sigma: ours(
+            env, seed, suite, sigma_init=sigma, noise_draw="env"
+        )
     found["no noise"] = lambda seed, suite: ours(env, seed, suite, noise=False)
     for coef in entropy_coefs:
         found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: ours(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -107,3 +108,11 @@ def test_the_callers_noise_draw_is_left_as_it_was():
     before = model.policy.weight_epsilon.clone()
     network_diagnostics(model, observations())
     assert torch.equal(model.policy.weight_epsilon, before)
+
+
+def test_only_the_counted_draw_state_pairs_make_the_figures():
+    mean = np.array([[0.0, 1.0], [0.0, 1.0]])  # two states, action 1 preferred at both
+    noisy = np.array([[[2.0, 0.0], [0.0, 1.0]]])  # one draw: flips the first state only
+    assert noise_effects(mean, noisy)["noise_flips"] == 0.5
+    assert noise_effects(mean, noisy, np.array([[True, False]]))["noise_flips"] == 1.0
+    assert noise_effects(mean, noisy, np.array([[False, True]]))["noise_kl"] == pytest.approx(0.0)

@@ -14,6 +14,7 @@ from a3c.config.settings import Config
 from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.learn.learner import ActorLearner, RolloutReport
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.actor_critic import NoisyLinear
 from a3c.parallel.messages import Update
 from a3c.run.console import Console
 from a3c.run.metrics import MetricsSettings, MetricsWriter
@@ -53,6 +54,21 @@ def test_a_rollouts_report_says_what_its_draw_did_to_the_policy():
     loud = effects(sigma_init=1.0)
     assert loud["noise_kl"] > 0.05 and 0 < loud["noise_flips"] <= 1 and 0 < loud["noise_consistency"] <= 1
     assert effects(sigma_init=0.017)["noise_kl"] < loud["noise_kl"]
+
+
+def test_a_draw_an_env_gives_each_env_its_own_policy_and_is_measured_env_by_env():
+    layer = NoisyLinear(3, 2, sigma_init=0.5)
+    same_input = torch.ones(4, 3)
+    layer.resample_noise()
+    assert torch.equal(layer(same_input)[0], layer(same_input)[3])  # one draw for the batch
+    layer.resample_noise(rows=4)
+    out = layer(same_input)
+    assert not torch.allclose(out[0], out[3]) and layer.weight_epsilon.shape == (4, 2, 3)
+    learner = learner_for(sigma_init=1.0, noise_draw="env")
+    learner.compute_gradient()
+    assert learner.model.policy.weight_epsilon.shape[0] == 4  # the learner's 4 envs
+    found = effects(sigma_init=1.0, noise_draw="env")  # each env's 8 steps one draw's
+    assert found["noise_kl"] > 0.05 and 0 < found["noise_flips"] <= 1 and 0 < found["noise_consistency"] <= 1
 
 
 @pytest.mark.parametrize("options", [{"noise": False}, {"learner": "torch"}, {"env": "Pendulum-v1"}])

@@ -10,7 +10,7 @@ import torch
 from torch.testing import assert_close
 
 from a3c.learn.policies import NumpyPolicy, TorchPolicy, make_policy, numpy_policy
-from a3c.nets.actor_critic import ActorCritic, StockOptions
+from a3c.nets.actor_critic import ActorCritic, NoisyLinear, StockOptions
 from a3c.nets.flat import attach_flat_gradient, flatten_parameters
 
 SHAPES = {  # id: (obs_shape, StockOptions fields)
@@ -66,14 +66,23 @@ def start_state(policy, batch: int):
     return tuple(parts) if isinstance(policy, NumpyPolicy) else tuple(map(torch.from_numpy, parts))
 
 
+def draw_noise(model: ActorCritic, draw: str, batch: int) -> None:
+    """The rollout's noise: one draw for the batch (--noise-draw worker) or one for each row (env)."""
+    if draw == "env" and not any(isinstance(module, NoisyLinear) for module in model.modules()):
+        pytest.skip("no noise to draw")
+    model.resample_noise(rows=batch if draw == "env" else None)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("training", [True, False])
-def test_the_numpy_policy_acts_as_the_torch_network_does(shape, training):
+@pytest.mark.parametrize("draw", ["worker", "env"])
+def test_the_numpy_policy_acts_as_the_torch_network_does(shape, training, draw):
     """In training mode with the rollout's noise; in eval mode (the evaluator's) with the mean weights."""
     obs_shape, options = SHAPES[shape]
     model, _ = random_network(obs_shape, **options)
     model.train(training)
     steps, batch = 4, 5
+    draw_noise(model, draw, batch)
     inputs = np.random.default_rng(0).random((steps, batch, *obs_shape), dtype=np.float32)
     restarted = np.zeros((steps, batch), dtype=bool)
     restarted[1, 2] = True
@@ -99,10 +108,12 @@ RESTARTS = {"none": [], "some": [(1, 0), (2, 2), (4, 1)], "all": [(t, b) for t i
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("restarts", RESTARTS)
-def test_the_numpy_backward_pass_equals_autograd(shape, restarts):
+@pytest.mark.parametrize("draw", ["worker", "env"])
+def test_the_numpy_backward_pass_equals_autograd(shape, restarts, draw):
     obs_shape, options = SHAPES[shape]
     model, flat_grad = random_network(obs_shape, **options)
     steps, batch = 6, 3
+    draw_noise(model, draw, batch)
     rng = np.random.default_rng(0)
     inputs = rng.random((steps, batch, *obs_shape), dtype=np.float32)
     restarted = np.zeros((steps, batch), dtype=bool)
@@ -132,7 +143,7 @@ def test_the_numpy_backward_pass_equals_autograd(shape, restarts):
 @pytest.mark.parametrize("shape", ["frames-lstm", "frames-no-core", "frames-lstm-bfloat16", "frames-lstm-own-critic"])
 def test_the_convolutions_backward_a_chunk_at_a_time_equals_autograd(shape, monkeypatch):
     monkeypatch.setattr(numpy_policy, "CONVOLUTION_CHUNK", 4)  # the rollout's 18 samples: 4 + 4 + 4 + 4 + 2
-    test_the_numpy_backward_pass_equals_autograd(shape, "some")
+    test_the_numpy_backward_pass_equals_autograd(shape, "some", "worker")
 
 
 def test_a_restart_cuts_the_gradient_to_the_episode_before_it():

@@ -28,6 +28,16 @@ def linear_backward(inputs: np.ndarray, d_outputs: np.ndarray, weight: np.ndarra
     return d_outputs @ weight, flat_d.T @ flat_inputs, flat_d.sum(axis=0)
 
 
+def per_row_linear_backward(inputs: np.ndarray, d_outputs: np.ndarray, weight: np.ndarray):
+    """y[t, b] = W[b] x[t, b] + c[b], a weight for each row b of the batch (NoisyNet's draw an env): inputs
+    [T, B, I], d_outputs [T, B, O], weight [B, O, I]; returns d x [T, B, I], d W [B, O, I], d c [B, O]."""
+    return (
+        np.einsum("tbo,boi->tbi", d_outputs, weight),
+        np.einsum("tbo,tbi->boi", d_outputs, inputs),
+        d_outputs.sum(axis=0),
+    )
+
+
 def lstm_backward(
     traces: list[StepTrace],
     hidden_prev: np.ndarray,

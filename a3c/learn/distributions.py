@@ -15,6 +15,7 @@ exploration state-dependent.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -46,24 +47,30 @@ def sample_categorical(probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
     return (cdf < uniform[:, None] * cdf[:, -1:]).sum(axis=1)
 
 
-def noise_effects(mean_logits: np.ndarray, noisy_logits: np.ndarray) -> dict[str, float]:
-    """What NoisyNet's draws do to a softmax policy, given its logits at the mean weights [N, A] and under
-    each draw [D, N, A] (a draw held over all N states, as over a rollout):
+def noise_effects(
+    mean_logits: np.ndarray, noisy_logits: np.ndarray, counted: Optional[np.ndarray] = None
+) -> dict[str, float]:
+    """What NoisyNet's draws do to a softmax policy, given its logits at the mean weights and under each draw
+    [D, N, A] (a draw held over N states, as over a rollout; the mean's may be [N, A] for states that all
+    draws share), over the (draw, state) pairs `counted` [D, N] (default: all):
     - noise_kl: the mean KL(perturbed || mean policy) over draws and states;
     - noise_flips: the share of (draw, state) pairs whose most likely action the draw changes;
     - noise_consistency: how alike a draw's push is from state to state: |the mean over states of the
       logit shift|^2 over the mean of |shift|^2, the shift centred over the actions (a shift common to all
       actions changes nothing), averaged over draws. 1: the same preference everywhere, as deep
       exploration needs; near 1/N for pushes that are independent state to state."""
+    weights = np.ones(noisy_logits.shape[:2]) if counted is None else counted.astype(np.float64)
+    per_draw = np.maximum(weights.sum(axis=1), 1)  # [D]
     log_mean, log_noisy = log_softmax(mean_logits), log_softmax(noisy_logits)
-    kl = (np.exp(log_noisy) * (log_noisy - log_mean)).sum(-1).mean()
-    flips = (noisy_logits.argmax(-1) != mean_logits.argmax(-1)).mean()
+    kl = (np.exp(log_noisy) * (log_noisy - log_mean)).sum(-1)
+    flips = noisy_logits.argmax(-1) != mean_logits.argmax(-1)
     shift = noisy_logits - mean_logits
-    shift = shift - shift.mean(axis=-1, keepdims=True)
-    common = np.square(shift.mean(axis=1)).sum(-1)  # [D]
-    total = np.square(shift).sum(-1).mean(axis=1)  # [D]
+    shift = (shift - shift.mean(axis=-1, keepdims=True)) * weights[..., None]
+    common = np.square(shift.sum(axis=1) / per_draw[:, None]).sum(-1)  # [D]
+    total = np.square(shift).sum(-1).sum(axis=1) / per_draw  # [D]
     consistency = (common / np.maximum(total, 1e-24)).mean()
-    return {"noise_kl": float(kl), "noise_flips": float(flips), "noise_consistency": float(consistency)}
+    kl, flips = (float((values * weights).sum() / max(weights.sum(), 1)) for values in (kl, flips))
+    return {"noise_kl": kl, "noise_flips": flips, "noise_consistency": float(consistency)}
 
 
 class Categorical:

@@ -117,6 +117,7 @@ class ActorLearner:
             else None
         )
         self.replays_pending = 0  # replayed updates due before the next new rollout
+        self.noise_rows = len(self.envs) if config.noise_draw == "env" else None  # NoisyNet's draw an env, or one
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -170,14 +171,17 @@ class ActorLearner:
         )
 
     def noise_effects(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
-        """What this rollout's noise draw did to the softmax policy it acted with, over its valid steps; nothing
-        where it is not measured: no noisy policy head, another distribution, or the torch learner."""
+        """What this rollout's noise draws did to the softmax policy it acted with, over its valid steps;
+        nothing where it is not measured: no noisy policy head, another distribution, or the torch learner."""
         mean_heads = self.policy.mean_heads() if isinstance(self.distribution, Categorical) else None
         if mean_heads is None:
             return {}
         if steps.action_masks is not None:
             mean_heads = mask_logits(mean_heads, steps.action_masks)
-        return noise_effects(mean_heads[steps.valid], heads[steps.valid][None])
+        if self.noise_rows is None:  # one draw over all the rollout's steps
+            return noise_effects(mean_heads[steps.valid][None], heads[steps.valid][None])
+        # a draw an env: each env's steps are one draw's
+        return noise_effects(mean_heads.swapaxes(0, 1), heads.swapaxes(0, 1), steps.valid.T)
 
     def replays_due(self) -> int:
         """How many replayed updates follow the on-policy one: Poisson(--replay-ratio), as in ACER."""
@@ -230,7 +234,7 @@ class ActorLearner:
         """Play t_max steps in every env from where the last rollout left them, with the current weights and a
         new noise draw, fixed for the whole rollout (docs/design/facts.md, fact 6)."""
         policy, envs, replayable = self.policy, self.envs, self.memory is not None
-        self.model.resample_noise()
+        self.model.resample_noise(rows=self.noise_rows)
         state = policy.begin_rollout(self.state)
         start_state = policy.state_to_numpy(state) if replayable else ()
         steps = zero_steps(self.config.t_max, envs, replayable)
@@ -273,7 +277,7 @@ class ActorLearner:
         """The network, with the current weights and new noise, re-run over a stored rollout's observations from
         the recurrent state the rollout began with, restarting where it restarted."""
         policy = self.policy
-        self.model.resample_noise()
+        self.model.resample_noise(rows=self.noise_rows)
         state = policy.begin_rollout(policy.state_from_numpy(rollout.start_state))
         outputs = zero_outputs(rollout.rewards.shape, self.envs.spec.num_actions)
         for t, obs in enumerate(rollout.observations):

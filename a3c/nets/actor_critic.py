@@ -28,7 +28,8 @@ class NoisyLinear(nn.Module):
     The paper's A3C variant: every weight has its own noise, mu ~ U(+-sqrt(3/p)),
     sigma starts at sigma_init (0.017). The noise stays fixed until
     resample_noise() is called (once per rollout); in eval() mode the layer
-    uses the mean weights only.
+    uses the mean weights only. A draw serves every row of the input, or, drawn with `rows`, each row
+    of a batch of that many has its own (an env each: --noise-draw env).
     """
 
     def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.017):
@@ -41,12 +42,17 @@ class NoisyLinear(nn.Module):
         self.register_buffer("weight_epsilon", torch.zeros(out_features, in_features), persistent=False)
         self.register_buffer("bias_epsilon", torch.zeros(out_features), persistent=False)
 
-    def resample_noise(self, generator: torch.Generator | None = None) -> None:
+    def resample_noise(self, generator: torch.Generator | None = None, rows: int | None = None) -> None:
+        """A new draw: one for all rows (`rows` None), or one for each row of a batch of `rows`."""
+        shape = self.weight_mu.shape if rows is None else (rows, *self.weight_mu.shape)
+        if self.weight_epsilon.shape != shape:
+            self.weight_epsilon, self.bias_epsilon = torch.empty(shape), torch.empty(shape[:-1])
         self.weight_epsilon.normal_(generator=generator)
         self.bias_epsilon.normal_(generator=generator)
 
     def effective_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The weight and bias applied: the means in eval mode, plus the current noise in training mode."""
+        """The weight and bias applied: the means in eval mode, plus the current noise in training mode
+        ([rows, out, in] and [rows, out] with a draw a row)."""
         if not self.training:
             return self.weight_mu, self.bias_mu
         return (
@@ -55,7 +61,10 @@ class NoisyLinear(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, *self.effective_weights())
+        weight, bias = self.effective_weights()
+        if weight.dim() == 2:
+            return F.linear(x, weight, bias)
+        return torch.einsum("bi,boi->bo", x, weight) + bias  # row b through its own draw
 
 
 class ScaleFrames(nn.Module):
@@ -203,11 +212,12 @@ class Network(nn.Module):
         """What the network reads: the observation, normalised if the model keeps statistics."""
         return obs if self.obs_norm is None else self.obs_norm(obs)
 
-    def resample_noise(self, generator: Optional[torch.Generator] = None) -> None:
-        """New noise for every NoisyLinear layer (a user's network may use them too)."""
+    def resample_noise(self, generator: Optional[torch.Generator] = None, rows: Optional[int] = None) -> None:
+        """New noise for every NoisyLinear layer (a user's network may use them too); with `rows`, a draw
+        for each row of a batch of that many."""
         for module in self.modules():
             if isinstance(module, NoisyLinear):
-                module.resample_noise(generator)
+                module.resample_noise(generator, rows)
 
 
 @dataclass(frozen=True)

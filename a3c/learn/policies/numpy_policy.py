@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.learn.backprop import StepTrace, linear_backward, lstm_backward
+from a3c.learn.backprop import StepTrace, linear_backward, lstm_backward, per_row_linear_backward
 from a3c.learn.policies.base import Policy
 from a3c.nets.actor_critic import ActorCritic, NoisyLinear
 
@@ -46,12 +46,15 @@ def numpy_grad(param: torch.Tensor) -> np.ndarray:
 
 
 def write_layer_grads(layer: nn.Module, d_weight: np.ndarray, d_bias: np.ndarray) -> None:
-    """d W and d b of the weights a layer applied; a NoisyLinear's W = mu + sigma * epsilon."""
+    """d W and d b of the weights a layer applied; a NoisyLinear's W = mu + sigma * epsilon, with a W for each
+    row of the batch where it drew a noise a row (d W [B, out, in] and d b [B, out] then)."""
     if isinstance(layer, NoisyLinear):
-        numpy_grad(layer.weight_mu)[...] = d_weight
-        numpy_grad(layer.bias_mu)[...] = d_bias
-        numpy_grad(layer.weight_sigma)[...] = d_weight * layer.weight_epsilon.numpy()
-        numpy_grad(layer.bias_sigma)[...] = d_bias * layer.bias_epsilon.numpy()
+        per_row = d_weight.ndim == 3
+        numpy_grad(layer.weight_mu)[...] = d_weight.sum(axis=0) if per_row else d_weight
+        numpy_grad(layer.bias_mu)[...] = d_bias.sum(axis=0) if per_row else d_bias
+        d_weight_sigma, d_bias_sigma = d_weight * layer.weight_epsilon.numpy(), d_bias * layer.bias_epsilon.numpy()
+        numpy_grad(layer.weight_sigma)[...] = d_weight_sigma.sum(axis=0) if per_row else d_weight_sigma
+        numpy_grad(layer.bias_sigma)[...] = d_bias_sigma.sum(axis=0) if per_row else d_bias_sigma
     else:
         numpy_grad(layer.weight)[...] = d_weight
         numpy_grad(layer.bias)[...] = d_bias
@@ -142,7 +145,7 @@ class NumpyPolicy(Policy):
             self.scaled_lstm_bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0).numpy() * self.gate_scale
         (policy_weight, policy_bias), (value_weight, value_bias) = map(effective_weights, (model.policy, model.value))
         self.policy_weight, self.policy_bias = policy_weight.numpy(), policy_bias.numpy()
-        self.policy_weight_t = self.policy_weight.T.copy()
+        self.policy_weight_t = self.policy_weight.T.copy() if self.policy_weight.ndim == 2 else None
         self.value_weight, self.value_bias = value_weight.numpy(), value_bias.numpy()
         self.steps = []
         return state
@@ -177,8 +180,12 @@ class NumpyPolicy(Policy):
             )
         if record:
             self.steps.append(Step(activations, state, trace, features, critic_activations, value_inputs))
-        head = features @ self.policy_weight_t + self.policy_bias
-        value = value_inputs @ self.value_weight[0] + self.value_bias[0]
+        if self.policy_weight.ndim == 2:
+            head = features @ self.policy_weight_t + self.policy_bias
+            value = value_inputs @ self.value_weight[0] + self.value_bias[0]
+        else:  # NoisyNet's draw an env: row b through its own heads
+            head = np.einsum("bi,boi->bo", features, self.policy_weight) + self.policy_bias
+            value = np.einsum("bi,bi->b", value_inputs, self.value_weight[:, 0]) + self.value_bias[:, 0]
         return head, value, (() if trace is None else (trace.hidden, trace.cell))
 
     def mean_heads(self) -> Optional[np.ndarray]:
@@ -199,10 +206,11 @@ class NumpyPolicy(Policy):
     ) -> None:
         model, steps = self.model, self.steps
         features = np.stack([step.features for step in steps])
-        d_features, d_weight, d_bias = linear_backward(features, d_heads, self.policy_weight)
+        heads_backward = linear_backward if self.policy_weight.ndim == 2 else per_row_linear_backward
+        d_features, d_weight, d_bias = heads_backward(features, d_heads, self.policy_weight)
         write_layer_grads(model.policy, d_weight, d_bias)
         value_inputs = features if self.critic_encoder is None else np.stack([step.value_inputs for step in steps])
-        d_value_inputs, d_weight, d_bias = linear_backward(value_inputs, d_values[..., None], self.value_weight)
+        d_value_inputs, d_weight, d_bias = heads_backward(value_inputs, d_values[..., None], self.value_weight)
         write_layer_grads(model.value, d_weight, d_bias)
         if self.critic_encoder is None:
             d_features += d_value_inputs
