@@ -77,8 +77,9 @@ TRAIN_OPTIONS = [
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option(
         "--noise-draw",
-        "NoisyNet's draw, held for a rollout: one for all of a worker's envs, or one for each env",
-        type=click.Choice(["worker", "env"]),
+        "NoisyNet's draw: one a rollout for all of a worker's envs, one a rollout for each env, or one for each "
+        "env held until its episode ends",
+        type=click.Choice(["worker", "env", "episode"]),
     ),
     option(
         "--model",

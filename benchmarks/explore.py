@@ -14,14 +14,14 @@ and the Zoo has no settings for it.
 
 The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on,
 sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the same with the larger
-starting sigmas of --sigmas, each with one draw for all of a worker's envs and with one for each env,
-`--no-noise` (its entropy bonus the default 0.01), and `--no-noise` with a larger bonus, each of
---entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
-Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
-(the trainer's default --max-steps), or at the task's timeout. Reported per task and contender: seeds solved,
-env steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's
-metrics.csv rows then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips,
-noise_consistency: docs/reference/run-directory.md).
+starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for all of a worker's envs, one a
+rollout for each env, one for each env held for its episode), `--no-noise` (its entropy bonus the default
+0.01), and `--no-noise` with a larger bonus, each of --entropy-coefs (dithering; the best of them is the tuned
+one); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stops at the task's target once
+new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
+timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range),
+the final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy
+and what the noise did to it (noise_kl, noise_flips, noise_consistency: docs/reference/run-directory.md).
 """
 
 from __future__ import annotations
@@ -48,15 +48,16 @@ TASKS = {
 }
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
 FIGURES = ("entropy", *NOISE_EFFECTS)
+DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
 def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], only: list[str] | None) -> dict:
     found = {"noise": lambda seed, suite: ours(env, seed, suite)}
     for sigma in sigmas:
-        found[f"noise, sigma {sigma:g}"] = lambda seed, suite, sigma=sigma: ours(env, seed, suite, sigma_init=sigma)
-        found[f"noise, sigma {sigma:g}, a draw an env"] = lambda seed, suite, sigma=sigma: ours(
-            env, seed, suite, sigma_init=sigma, noise_draw="env"
-        )
+        for draw, said in DRAWS.items():
+            found[f"noise, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: ours(
+                env, seed, suite, sigma_init=sigma, noise_draw=draw
+            )
     found["no noise"] = lambda seed, suite: ours(env, seed, suite, noise=False)
     for coef in entropy_coefs:
         found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: ours(

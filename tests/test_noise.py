@@ -71,6 +71,17 @@ def test_a_draw_an_env_gives_each_env_its_own_policy_and_is_measured_env_by_env(
     assert found["noise_kl"] > 0.05 and 0 < found["noise_flips"] <= 1 and 0 < found["noise_consistency"] <= 1
 
 
+def test_a_draw_held_for_an_episode_is_redrawn_only_where_the_episode_ended():
+    learner = learner_for(sigma_init=1.0, noise_draw="episode")
+    played = learner.play_rollout()
+    assert torch.equal(learner.episode_ended, torch.from_numpy(played.steps.restarted.any(axis=0)))
+    held = learner.model.policy.weight_epsilon.clone()
+    learner.episode_ended = torch.tensor([True, False, False, False])
+    learner.play_rollout()
+    now = learner.model.policy.weight_epsilon
+    assert not torch.equal(now[0], held[0]) and torch.equal(now[1:], held[1:])
+
+
 @pytest.mark.parametrize("options", [{"noise": False}, {"learner": "torch"}, {"env": "Pendulum-v1"}])
 def test_where_the_noise_is_not_measured_the_report_says_nan(options):
     assert all(math.isnan(value) for value in effects(**options).values())

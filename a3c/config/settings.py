@@ -30,7 +30,9 @@ class Config:
     core: str = "lstm"  # lstm, or none: a feed-forward network
     noise: bool = True
     sigma_init: float = 0.017
-    noise_draw: str = "worker"  # worker: one draw a rollout for all of a worker's envs; env: one for each env
+    # NoisyNet's draw: worker, one a rollout for all of a worker's envs; env, one a rollout for each env;
+    # episode, one for each env, held until its episode ends (redrawn at the next rollout's start)
+    noise_draw: str = "worker"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -237,7 +239,7 @@ def network_rules(config: Config) -> list[Rule]:
             "auto or torch with --model (the numpy learner runs the stock network only)",
         ),
         ("sigma_init", config.sigma_init >= 0, ">= 0"),
-        ("noise_draw", config.noise_draw in ("worker", "env"), "one of worker, env"),
+        ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
     ]
 
 

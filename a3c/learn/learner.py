@@ -117,7 +117,9 @@ class ActorLearner:
             else None
         )
         self.replays_pending = 0  # replayed updates due before the next new rollout
-        self.noise_rows = len(self.envs) if config.noise_draw == "env" else None  # NoisyNet's draw an env, or one
+        # NoisyNet's draw an env (held for a rollout, or until the env's episode ends), or one for all
+        self.noise_rows = None if config.noise_draw == "worker" else len(self.envs)
+        self.episode_ended = torch.ones(len(self.envs), dtype=torch.bool)  # the envs a held draw is due for
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -232,9 +234,10 @@ class ActorLearner:
 
     def play_rollout(self) -> PlayedRollout:
         """Play t_max steps in every env from where the last rollout left them, with the current weights and a
-        new noise draw, fixed for the whole rollout (docs/design/facts.md, fact 6)."""
+        new noise draw, fixed for the whole rollout (docs/design/facts.md, fact 6); with --noise-draw episode,
+        a new draw only for the envs whose episode ended since theirs."""
         policy, envs, replayable = self.policy, self.envs, self.memory is not None
-        self.model.resample_noise(rows=self.noise_rows)
+        self.draw_noise(only=self.episode_ended if self.config.noise_draw == "episode" else None)
         state = policy.begin_rollout(self.state)
         start_state = policy.state_to_numpy(state) if replayable else ()
         steps = zero_steps(self.config.t_max, envs, replayable)
@@ -251,7 +254,16 @@ class ActorLearner:
         if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
             self.model.obs_norm.update(torch.from_numpy(observations.reshape(-1, *envs.spec.obs_shape)))
         steps = steps._replace(observations=observations, start_state=start_state, next_obs=envs.obs)
+        self.episode_ended = torch.from_numpy(steps.restarted.any(axis=0))
         return PlayedRollout(steps, outputs, finished_returns, finished_lengths)
+
+    def draw_noise(self, only: Optional[torch.Tensor] = None) -> None:
+        """NoisyNet's new draw: one for all envs (the plain call a user's network may define too), or one an
+        env, for the envs of `only` alone where given."""
+        if self.noise_rows is None:
+            self.model.resample_noise()
+        else:
+            self.model.resample_noise(rows=self.noise_rows, only=only)
 
     def play_step(self, t: int, state, steps: Rollout, outputs: NetOutputs) -> tuple[object, StepResult]:
         """Act in every env at step t of a rollout and step them, filling in row t of `steps` and `outputs`.
@@ -277,7 +289,8 @@ class ActorLearner:
         """The network, with the current weights and new noise, re-run over a stored rollout's observations from
         the recurrent state the rollout began with, restarting where it restarted."""
         policy = self.policy
-        self.model.resample_noise(rows=self.noise_rows)
+        if self.config.noise_draw != "episode":  # draws held for episodes stay for the acting's next rollout
+            self.draw_noise()
         state = policy.begin_rollout(policy.state_from_numpy(rollout.start_state))
         outputs = zero_outputs(rollout.rewards.shape, self.envs.spec.num_actions)
         for t, obs in enumerate(rollout.observations):

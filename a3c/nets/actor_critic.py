@@ -42,13 +42,22 @@ class NoisyLinear(nn.Module):
         self.register_buffer("weight_epsilon", torch.zeros(out_features, in_features), persistent=False)
         self.register_buffer("bias_epsilon", torch.zeros(out_features), persistent=False)
 
-    def resample_noise(self, generator: torch.Generator | None = None, rows: int | None = None) -> None:
-        """A new draw: one for all rows (`rows` None), or one for each row of a batch of `rows`."""
+    def resample_noise(
+        self, generator: torch.Generator | None = None, rows: int | None = None, only: torch.Tensor | None = None
+    ) -> None:
+        """A new draw: one for all rows (`rows` None), or one for each row of a batch of `rows`; with `only`
+        [rows] (bool), for those rows alone, the others keeping theirs."""
         shape = self.weight_mu.shape if rows is None else (rows, *self.weight_mu.shape)
         if self.weight_epsilon.shape != shape:
             self.weight_epsilon, self.bias_epsilon = torch.empty(shape), torch.empty(shape[:-1])
-        self.weight_epsilon.normal_(generator=generator)
-        self.bias_epsilon.normal_(generator=generator)
+            only = None  # nothing to keep yet
+        if only is None:
+            self.weight_epsilon.normal_(generator=generator)
+            self.bias_epsilon.normal_(generator=generator)
+        elif only.any():
+            count = int(only.sum())
+            self.weight_epsilon[only] = torch.randn(count, *shape[1:], generator=generator)
+            self.bias_epsilon[only] = torch.randn(count, *shape[1:-1], generator=generator)
 
     def effective_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The weight and bias applied: the means in eval mode, plus the current noise in training mode
@@ -212,12 +221,17 @@ class Network(nn.Module):
         """What the network reads: the observation, normalised if the model keeps statistics."""
         return obs if self.obs_norm is None else self.obs_norm(obs)
 
-    def resample_noise(self, generator: Optional[torch.Generator] = None, rows: Optional[int] = None) -> None:
+    def resample_noise(
+        self,
+        generator: Optional[torch.Generator] = None,
+        rows: Optional[int] = None,
+        only: Optional[torch.Tensor] = None,
+    ) -> None:
         """New noise for every NoisyLinear layer (a user's network may use them too); with `rows`, a draw
-        for each row of a batch of that many."""
+        for each row of a batch of that many, with `only` for those rows alone (NoisyLinear.resample_noise)."""
         for module in self.modules():
             if isinstance(module, NoisyLinear):
-                module.resample_noise(generator, rows)
+                module.resample_noise(generator, rows, only)
 
 
 @dataclass(frozen=True)
