@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
 
 venv: $(VENV)/.installed
 
@@ -73,6 +73,10 @@ bench-cluster: bench-venv ray-venv box2d-venv
 # faults across namespace hosts (root): a link cut, a raylet killed, the head's host lost; 3 tries each
 bench-cluster-faults: bench-venv ray-venv
 	$(PY) benchmarks/cluster_faults.py $(FAULTS_ARGS)
+
+# stops as schedulers send them (a process group's SIGTERM, GNU timeout), 10 tries each; STOPS_ARGS picks a part
+bench-stops: bench-venv minatar-venv
+	$(PY) benchmarks/stops.py $(STOPS_ARGS)
 
 bench-ray: bench-venv ray-venv
 	$(PY) benchmarks/ray_bench.py
