@@ -72,6 +72,9 @@ def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> None:
         ip("link", "set", f"port{index}", "master", "bridge", "up", namespace=SWITCH)
         ip("addr", "add", f"{address(index)}/24", "dev", "eth0", namespace=host)
         ip("link", "set", "eth0", "up", namespace=host)
+        # Ray finds a host's own address by the route to a public one (a UDP socket's connect: nothing is
+        # sent); the route ends at the bridge, which has no way out of the switch's namespace
+        ip("route", "add", "default", "dev", "eth0", namespace=host)
         if delay_ms or rate_mbit:
             shape = [
                 *(["delay", f"{delay_ms}ms"] if delay_ms else []),
