@@ -70,8 +70,8 @@ def test_the_run_stops_at_max_minutes_with_the_lr_decayed_over_them(tmp_path):
     rows = metrics_rows(run_dir)
     assert len(rows) >= 3
     lr = json.loads((run_dir / "config.json").read_text())["lr"]
-    for row in rows:  # 50M env steps are far off: the clock alone decays the lr
-        assert float(row["lr"]) == pytest.approx(lr * max(0.0, 1 - float(row["wall_seconds"]) / 6), rel=1e-4, abs=1e-9)
+    for row in rows:  # 50M env steps are far off: the clock alone decays the lr (written to 6 decimals)
+        assert float(row["lr"]) == pytest.approx(lr * max(0.0, 1 - float(row["wall_seconds"]) / 6), abs=1e-6)
     assert float(rows[-1]["lr"]) < 0.25 * lr
 
 
