@@ -138,14 +138,28 @@ def take_down() -> tuple[int, list[str]]:
 
 def start_ray(hosts: list[str], cpus: int, head_cpus: int) -> None:
     """Ray on every host, as the clusters guide starts it: the head first, then each worker host joins it."""
-    common = ["--disable-usage-stats", "--include-dashboard", "false"]
-    head = [RAY, "start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT)]
-    subprocess.run(
-        in_namespace(hosts[0], [*head, "--num-cpus", str(head_cpus), *common]), check=True, capture_output=True
-    )
+    head = ["start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT), "--include-dashboard", "false"]
+    ray_on(hosts[0], [*head, "--num-cpus", str(head_cpus)])
     for index, host in enumerate(hosts[1:], start=1):
-        join = [RAY, "start", "--address", f"{address(0)}:{RAY_PORT}", "--node-ip-address", address(index)]
-        subprocess.run(in_namespace(host, [*join, "--num-cpus", str(cpus), *common]), check=True, capture_output=True)
+        ray_on(
+            host,
+            [
+                "start",
+                "--address",
+                f"{address(0)}:{RAY_PORT}",
+                "--node-ip-address",
+                address(index),
+                "--num-cpus",
+                str(cpus),
+            ],
+        )
+
+
+def ray_on(host: str, words: list[str]) -> None:
+    """A `ray` command on a host; its output in the error if it fails."""
+    done = subprocess.run(in_namespace(host, [RAY, *words, "--disable-usage-stats"]), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"ray {' '.join(words)} on {host} failed:\n{done.stdout}{done.stderr}")
 
 
 def link_bytes(host: str) -> tuple[int, int]:
