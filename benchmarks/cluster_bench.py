@@ -5,7 +5,8 @@
 
 The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
 offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
-100 Mbit/s) one way. They share this machine's cores: a cluster here is the local backend's work spread
+100 Mbit/s) one way; on a kernel without netem (this project's machine), unshaped and limited to 100 and
+10 Mbit/s with tbf, no delay. They share this machine's cores: a cluster here is the local backend's work spread
 over hosts, plus what the network and Ray add, which is what is measured.
 
 Throughput: CartPole-v1's pipeline (8 processes x 32 envs, t-max 10, no replay, no evaluator), each run
@@ -27,13 +28,19 @@ import tempfile
 from pathlib import Path
 
 from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
-from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes
+from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes, netem_available
 from ray_bench import train_for
 from solve import show_spread, spread
 from throughput import env_ceiling
 
 HEAD = PREFIX + "head"
 LINKS = {"LAN (1 ms, 1 Gbit/s)": (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
+# without netem (this project's machine) no delay can be emulated: the links are then unshaped and rate-limited
+RATE_ONLY_LINKS = {
+    "unshaped": (0.0, 0.0),
+    "100 Mbit/s, no delay (tbf)": (0.0, 100.0),
+    "10 Mbit/s, no delay (tbf)": (0.0, 10.0),
+}
 WORKERS, ENVS, GROUPS = 8, 32, 2
 LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
 
@@ -41,7 +48,7 @@ LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the time
 def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
     """Env steps/s of the local backend and of the cluster at each link and sync interval, interleaved."""
     rates: dict[str, list[dict]] = {"local": []}
-    for name, (delay_ms, rate_mbit) in LINKS.items():
+    for name, (delay_ms, rate_mbit) in (LINKS if netem_available() else RATE_ONLY_LINKS).items():
         with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
             workers = host_names(GROUPS)[1:]
             for _ in range(repeats):
@@ -77,7 +84,7 @@ def solve_on(env: str, seed: int, timeout: float, host: list[str], **options) ->
 def learning(seeds: int) -> dict:
     """Each preset, locally and on the LAN-like hosts, interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
-    delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"]
+    delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"] if netem_available() else (0.0, 0.0)
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
         for env, timeout in LEARN.items():
             by = runs.setdefault(env, {"local, 8 processes": [], "2 groups x 4 on the LAN hosts": []})

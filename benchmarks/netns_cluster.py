@@ -75,14 +75,35 @@ def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> None:
         # Ray finds a host's own address by the route to a public one (a UDP socket's connect: nothing is
         # sent); the route ends at the bridge, which has no way out of the switch's namespace
         ip("route", "add", "default", "dev", "eth0", namespace=host)
-        if delay_ms or rate_mbit:
-            shape = [
-                *(["delay", f"{delay_ms}ms"] if delay_ms else []),
-                *(["rate", f"{rate_mbit}mbit"] if rate_mbit else []),
-            ]
-            subprocess.run(
-                in_namespace(host, ["tc", "qdisc", "add", "dev", "eth0", "root", "netem", *shape]), check=True
-            )
+        shape_link(host, delay_ms, rate_mbit)
+
+
+def shape_link(host: str, delay_ms: float, rate_mbit: float) -> None:
+    """A delay (netem) and a rate limit on what a host sends; a rate alone with tbf, which kernels without
+    netem (this project's machine) still have."""
+    if delay_ms:
+        if not netem_available():
+            raise RuntimeError("this kernel has no netem queueing discipline (sch_netem): no delay can be emulated")
+        shape = ["netem", "delay", f"{delay_ms:g}ms", *(["rate", f"{rate_mbit:g}mbit"] if rate_mbit else [])]
+    elif rate_mbit:
+        shape = ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", "64kb", "latency", "50ms"]
+    else:
+        return
+    subprocess.run(in_namespace(host, ["tc", "qdisc", "add", "dev", "eth0", "root", *shape]), check=True)
+
+
+def netem_available() -> bool:
+    """Whether tc can add a netem queueing discipline here (tried on a namespace's loopback)."""
+    probe = PREFIX + "probe"
+    ip("netns", "add", probe)
+    try:
+        added = subprocess.run(
+            in_namespace(probe, ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]),
+            capture_output=True,
+        )
+        return added.returncode == 0
+    finally:
+        ip("netns", "del", probe)
 
 
 def pids_in(namespace: str) -> list[int]:
