@@ -47,6 +47,20 @@ TRAIN_COLUMNS = [
     "update_ms",
     "policy_lag",
 ]
+# what the writer gathers from the updates between two rows
+PENDING = (
+    "returns",
+    "lengths",
+    "policy",
+    "value",
+    "entropy",
+    *NOISE_EFFECTS,
+    "grad_norm",
+    "rollout",
+    "update",
+    "lag",
+    "replayed",
+)
 # read off the wall clock: they differ between two runs that are otherwise the same
 TIMING_COLUMNS = [
     "wall_seconds",
@@ -173,22 +187,7 @@ class MetricsWriter:
         self.nonfinite_updates = counters.get("nonfinite_updates", 0)
         self.nonfinite_in_a_row = 0
         self.recent_returns: deque = deque(maxlen=100)
-        self._pending: dict[str, list] = {
-            k: []
-            for k in (
-                "returns",
-                "lengths",
-                "policy",
-                "value",
-                "entropy",
-                *NOISE_EFFECTS,
-                "grad_norm",
-                "rollout",
-                "update",
-                "lag",
-                "replayed",
-            )
-        }
+        self._pending: dict[str, list] = {name: [] for name in PENDING}
         self._next_row_at = (env_steps // self.settings.log_interval + 1) * self.settings.log_interval
         now = time.monotonic()
         self._last_row = (env_steps, now)
