@@ -214,7 +214,8 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
         log_probs, entropies = dist.log_prob(torch.from_numpy(actions)).sum(-1), dist.entropy().sum(-1)
     else:
         if env == MASKED:  # the masks each step acted under
-            masks = torch.from_numpy(np.stack([args[1] for args, _, _ in spies["mask_logits"].calls]))
+            # the steps' masks (the noise's figures mask the whole rollout's mean-weight heads once more)
+    masks = torch.from_numpy(np.stack([args[1] for args, _, _ in spies["mask_logits"].calls if args[1].ndim == 2]))
             assert masks.shape == policy.shape and not masks.all()
             policy = policy.masked_fill(~masks, -1e30)
         dist = TorchCategorical(logits=policy)
