@@ -214,8 +214,9 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
         log_probs, entropies = dist.log_prob(torch.from_numpy(actions)).sum(-1), dist.entropy().sum(-1)
     else:
         if env == MASKED:  # the masks each step acted under
-            # the steps' masks (the noise's figures mask the whole rollout's mean-weight heads once more)
-    masks = torch.from_numpy(np.stack([args[1] for args, _, _ in spies["mask_logits"].calls if args[1].ndim == 2]))
+            # the steps' (the noise's figures mask the whole rollout's mean-weight heads once more)
+            per_step = [args[1] for args, _, _ in spies["mask_logits"].calls if args[1].ndim == 2]
+            masks = torch.from_numpy(np.stack(per_step))
             assert masks.shape == policy.shape and not masks.all()
             policy = policy.masked_fill(~masks, -1e30)
         dist = TorchCategorical(logits=policy)
