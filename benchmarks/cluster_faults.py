@@ -18,7 +18,6 @@ resumed metrics.csv's env steps rise without a repeated or missing row.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import signal
 import subprocess
@@ -26,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import PYTHON, REPO, environment, print_table, save_json, trainer_command
+from common import PYTHON, REPO, environment, print_table, run_rows, save_json, trainer_command
 from netns_cluster import PREFIX, cluster, host_names, in_namespace, kill_processes, set_link
 
 from a3c.learn.checkpoint import load_checkpoint
@@ -64,17 +63,9 @@ def start_trainer(head: str, run_dir: Path, resume: bool) -> subprocess.Popen:
     )
 
 
-def rows(run_dir: Path) -> list[dict]:
-    path = run_dir / "metrics.csv"
-    if not path.exists():
-        return []
-    with open(path, newline="") as file:
-        return list(csv.DictReader(file))
-
-
 def wait_for_rows(run_dir: Path, count: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while len(rows(run_dir)) < count and time.monotonic() < deadline:
+    while len(run_rows(run_dir)) < count and time.monotonic() < deadline:
         time.sleep(0.5)
 
 
@@ -102,7 +93,7 @@ def strike(fault: str, restore_after: float) -> None:
 def metrics_continue(run_dir: Path) -> bool:
     """Env steps rise row by row, no row repeated, none missing (a row every LOG_INTERVAL env steps, the
     stop's own row aside)."""
-    steps = [int(row["env_steps"]) for row in rows(run_dir)]
+    steps = [int(row["env_steps"]) for row in run_rows(run_dir)]
     rising = all(b > a for a, b in zip(steps, steps[1:]))
     return rising and all(b - a <= 2 * LOG_INTERVAL for a, b in zip(steps, steps[1:]))
 

@@ -104,6 +104,15 @@ def read_summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def run_rows(run_dir: Path, name: str = "metrics.csv") -> list[dict]:
+    """The rows of a run's CSV file (metrics.csv, eval.csv) as dicts; none if it has not written the file yet."""
+    path = run_dir / name
+    if not path.exists():
+        return []
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
 def steady_rate(run_dir: Path, from_steps: float) -> float:
     """Env steps/s between the first row of metrics.csv at `from_steps` or later (start-up behind) and
     the last row before the one written at shutdown."""

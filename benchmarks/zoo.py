@@ -17,7 +17,6 @@ env steps and against seconds.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import tempfile
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from common import environment, print_table, read_summary, run_sb3, run_timed, save_results, trainer_command
+from common import environment, print_table, read_summary, run_rows, run_sb3, run_timed, save_results, trainer_command
 from solve import show, show_spread, spread
 
 from a3c.config.presets import preset_for
@@ -60,13 +59,11 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
         command = trainer_command(run_dir, env=env, seed=seed, target_return=suite.target, **options)
         wall, _, _ = run_timed(command, suite.timeout)
         summary = read_summary(run_dir)
-        with open(run_dir / "eval.csv", newline="") as file:
-            curve = [
-                (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
-                for row in csv.DictReader(file)
-            ]
-        with open(run_dir / "metrics.csv", newline="") as file:
-            rows = list(csv.DictReader(file))
+        curve = [
+            (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
+            for row in run_rows(run_dir, "eval.csv")
+        ]
+        rows = run_rows(run_dir)
     return {
         "solved": summary["solved"],
         "wall_seconds": wall,

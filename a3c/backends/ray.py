@@ -346,11 +346,12 @@ class RayBackend(Backend):
         answered, _ = self.ray.wait(calls, num_returns=len(calls), timeout=CALL_TIMEOUT_SECONDS)
         figures = {}
         for index, ref in zip(indices, calls):
-            try:
-                figures[index] = self.ray.get(ref, timeout=0) if ref in answered else None
-            except self.ray.exceptions.RayError:  # a group lost meanwhile
-                pass
-        return {index: found for index, found in figures.items() if found is not None}
+            if ref in answered:
+                try:
+                    figures[index] = self.ray.get(ref, timeout=0)
+                except self.ray.exceptions.RayError:  # a group lost meanwhile
+                    pass
+        return figures
 
     def _traffic(self) -> dict:
         try:

@@ -49,12 +49,11 @@ def write_layer_grads(layer: nn.Module, d_weight: np.ndarray, d_bias: np.ndarray
     """d W and d b of the weights a layer applied; a NoisyLinear's W = mu + sigma * epsilon, with a W for each
     row of the batch where it drew a noise a row (d W [B, out, in] and d b [B, out] then)."""
     if isinstance(layer, NoisyLinear):
-        per_row = d_weight.ndim == 3
-        numpy_grad(layer.weight_mu)[...] = d_weight.sum(axis=0) if per_row else d_weight
-        numpy_grad(layer.bias_mu)[...] = d_bias.sum(axis=0) if per_row else d_bias
-        d_weight_sigma, d_bias_sigma = d_weight * layer.weight_epsilon.numpy(), d_bias * layer.bias_epsilon.numpy()
-        numpy_grad(layer.weight_sigma)[...] = d_weight_sigma.sum(axis=0) if per_row else d_weight_sigma
-        numpy_grad(layer.bias_sigma)[...] = d_bias_sigma.sum(axis=0) if per_row else d_bias_sigma
+        over_rows = (lambda grad: grad.sum(axis=0)) if d_weight.ndim == 3 else (lambda grad: grad)
+        numpy_grad(layer.weight_mu)[...] = over_rows(d_weight)
+        numpy_grad(layer.bias_mu)[...] = over_rows(d_bias)
+        numpy_grad(layer.weight_sigma)[...] = over_rows(d_weight * layer.weight_epsilon.numpy())
+        numpy_grad(layer.bias_sigma)[...] = over_rows(d_bias * layer.bias_epsilon.numpy())
     else:
         numpy_grad(layer.weight)[...] = d_weight
         numpy_grad(layer.bias)[...] = d_bias
