@@ -21,7 +21,8 @@ one); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stop
 new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
 timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range),
 the final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy
-and what the noise did to it (noise_kl, noise_flips, noise_consistency: docs/reference/run-directory.md).
+and what the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share:
+docs/reference/run-directory.md).
 """
 
 from __future__ import annotations

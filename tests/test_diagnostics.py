@@ -69,6 +69,7 @@ def test_the_noise_effects_of_draws_built_by_hand():
     same_push = (mean + torch.tensor([2.0, 0.0])).unsqueeze(0)  # one draw: action 0 by 1 logit, everywhere
     found = noise_effects(mean.numpy(), same_push.numpy())
     assert found["noise_flips"] == 1.0 and found["noise_consistency"] == pytest.approx(1.0)
+    assert found["noise_share"] == pytest.approx(2.0 / (0.5 + 2.0))  # centred: the push [1, -1], the mean [-.5, .5]
     p, q = torch.softmax(torch.tensor([2.0, 1.0]), 0), torch.softmax(torch.tensor([0.0, 1.0]), 0)
     assert found["noise_kl"] == pytest.approx((p * (p / q).log()).sum().item())
     common_to_all_actions = noise_effects(mean.numpy(), (mean + 5.0).unsqueeze(0).numpy())  # changes no probability
@@ -86,6 +87,7 @@ def test_independent_pushes_state_to_state_are_seen_inconsistent():
     mean = torch.randn(1000, 3, generator=generator)
     found = noise_effects(mean.numpy(), (mean + torch.randn(1000, 3, generator=generator)).unsqueeze(0).numpy())
     assert found["noise_consistency"] < 0.01 and 0 < found["noise_flips"] < 1
+    assert found["noise_share"] == pytest.approx(0.5, abs=0.03)  # a push as large as what was learned
 
 
 def test_a_network_without_noise_or_with_none_has_no_noise_effects():

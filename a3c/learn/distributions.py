@@ -23,7 +23,7 @@ LOG_2PI = math.log(2 * math.pi)
 # an illegal action's logit: its probability is exactly 0 in float32 and its term of the entropy, 0 * -1e9, is 0
 # (-inf would make it 0 * -inf, NaN); as a constant, it passes no gradient back to the head
 MASKED_LOGIT = -1e9
-NOISE_EFFECTS = ["noise_kl", "noise_flips", "noise_consistency"]  # what noise_effects measures
+NOISE_EFFECTS = ["noise_kl", "noise_flips", "noise_consistency", "noise_share"]  # what noise_effects measures
 
 
 def mask_logits(head: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -58,19 +58,28 @@ def noise_effects(
     - noise_consistency: how alike a draw's push is from state to state: |the mean over states of the
       logit shift|^2 over the mean of |shift|^2, the shift centred over the actions (a shift common to all
       actions changes nothing), averaged over draws. 1: the same preference everywhere, as deep
-      exploration needs; near 1/N for pushes that are independent state to state."""
+      exploration needs; near 1/N for pushes that are independent state to state;
+    - noise_share: the share of the logits' spread over the actions that the draw's shift makes, |shift|^2
+      over |mean logits|^2 + |shift|^2, each centred over the actions: near 0, a push too small against
+      what the policy has learned to change its mind; near 1, a policy the noise alone decides."""
     weights = np.ones(noisy_logits.shape[:2]) if counted is None else counted.astype(np.float64)
     per_draw = np.maximum(weights.sum(axis=1), 1)  # [D]
     log_mean, log_noisy = log_softmax(mean_logits), log_softmax(noisy_logits)
     kl = (np.exp(log_noisy) * (log_noisy - log_mean)).sum(-1)
     flips = noisy_logits.argmax(-1) != mean_logits.argmax(-1)
-    shift = noisy_logits - mean_logits
-    shift = (shift - shift.mean(axis=-1, keepdims=True)) * weights[..., None]
+    shift = centred(noisy_logits - mean_logits) * weights[..., None]
     common = np.square(shift.sum(axis=1) / per_draw[:, None]).sum(-1)  # [D]
     total = np.square(shift).sum(-1).sum(axis=1) / per_draw  # [D]
     consistency = (common / np.maximum(total, 1e-24)).mean()
+    learned = (np.square(centred(np.broadcast_to(mean_logits, noisy_logits.shape))).sum(-1) * weights).sum()
+    share = np.square(shift).sum() / max(learned + np.square(shift).sum(), 1e-24)
     kl, flips = (float((values * weights).sum() / max(weights.sum(), 1)) for values in (kl, flips))
-    return {"noise_kl": kl, "noise_flips": flips, "noise_consistency": float(consistency)}
+    return {"noise_kl": kl, "noise_flips": flips, "noise_consistency": float(consistency), "noise_share": float(share)}
+
+
+def centred(logits: np.ndarray) -> np.ndarray:
+    """Logits less their mean over the actions: what a softmax sees of them."""
+    return logits - logits.mean(axis=-1, keepdims=True)
 
 
 class Categorical:

@@ -52,6 +52,7 @@ class RolloutReport:
     noise_kl: float = math.nan
     noise_flips: float = math.nan
     noise_consistency: float = math.nan
+    noise_share: float = math.nan
 
 
 class NetOutputs(NamedTuple):

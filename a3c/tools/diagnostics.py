@@ -48,7 +48,7 @@ def network_diagnostics(
     - feature_rms: the root mean square of what the heads read (the LSTM's h, or the encoder's output);
     - logit_spread: the std over the batch of the mean-weight policy head, averaged over its outputs;
     - logit_noise_ratio: the std of that head over NoisyNet draws, averaged, divided by logit_spread;
-    - noise_kl, noise_flips, noise_consistency: what the draws do to the policy (noise_effects).
+    - noise_kl, noise_flips, noise_consistency, noise_share: what the draws do to the policy (noise_effects).
     The LSTM's three are NaN for a feed-forward network, the noise's four NaN without NoisyNet heads.
     """
     steps, batch = observations.shape[:2]
