@@ -98,6 +98,12 @@ TRAIN_OPTIONS = [
         "frames: each frame less its own mean pixel before the convnet (on for Atari)",
     ),
     option(
+        "--convnet",
+        "frames: the A3C paper's convolutions on 84 x 84 (a3c), or four 3 x 3 stride-2 convolutions of 32 on "
+        "frames averaged to 42 x 42 (small: a quarter of the work)",
+        type=click.Choice(["a3c", "small"]),
+    ),
+    option(
         "--center-values",
         "on: the value head learns the return less the running mean of the value "
         "targets; auto: on where the value head reads the LSTM's output (--critic shared)",

@@ -4,6 +4,8 @@ Contenders, interleaved over --repeats in one invocation (the machine's speed dr
 - this checkout with the Atari preset (ALE's vector env, the LSTM on 16 envs x t-max 20, centred frames);
 - the preset on 4 and on 2 processes against 8: what the processes beyond the cores cost or give;
 - the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py), on 8 and on 4 processes;
+- the preset with `--convnet small` (four 3 x 3 convolutions on frames averaged to 42 x 42), float32 and
+  bfloat16, on 4 processes;
 - versions 0.12-0.14's preset (4 envs x t-max 20): what the wider acting batches give;
 - feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's cost;
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
@@ -95,6 +97,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--steps", type=int, default=40_000, help="env steps a run (about a minute here)")
     parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
+    parser.add_argument("--only", action="append", metavar="TEXT", help="the contenders whose name holds TEXT")
+    parser.add_argument("--out", default="atari", help="results name")
     args = parser.parse_args()
     wide = {"envs_per_process": 16, "t_max": 5}
     contenders = {
@@ -106,6 +110,11 @@ def main() -> None:
             REPO,
             {"num_processes": 4, "precision": "bfloat16"},
         ),
+        "this checkout, preset, 4 processes, --convnet small": (REPO, {"num_processes": 4, "convnet": "small"}),
+        "this checkout, preset, 4 processes, --convnet small --precision bfloat16": (
+            REPO,
+            {"num_processes": 4, "convnet": "small", "precision": "bfloat16"},
+        ),
         "this checkout, 0.12-0.14's preset: 4 envs x t-max 20, frames as they are": (
             REPO,
             {"envs_per_process": 4, "lr": 4e-4, "center_frames": False},
@@ -114,6 +123,8 @@ def main() -> None:
     }
     if args.baseline is not None:
         contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
+    if args.only:
+        contenders = {label: run for label, run in contenders.items() if any(text in label for text in args.only)}
     info = environment()
     runs = {label: [] for label in contenders}
     for _ in range(args.repeats):
@@ -153,7 +164,7 @@ def main() -> None:
         ],
     )
     save_json(
-        "atari",
+        args.out,
         {
             **info,
             "env": ENV,

@@ -31,7 +31,7 @@ from a3c.config.settings import Config
 from a3c.learn.learner import ActorLearner
 from a3c.learn.optim import current_lr
 from a3c.learn.seeding import worker_seeds
-from a3c.nets.actor_critic import ScaleFrames
+from a3c.nets.actor_critic import ScaleFrames, convolutions
 from a3c.parallel.processes import shared_model
 
 
@@ -86,13 +86,6 @@ def worker_breakdown(seconds: float) -> dict:
     return {"seconds": total, "env_steps": env_steps, "updates": updates, "phases": phases}
 
 
-def a3c_paper_convs(channels: int) -> nn.Sequential:
-    """The stock encoder's convnet (the A3C paper's) on 84 x 84 frames."""
-    return nn.Sequential(
-        nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten()
-    )
-
-
 def nature_convs(channels: int) -> nn.Sequential:
     """The DQN Nature paper's convnet on 84 x 84 frames."""
     return nn.Sequential(
@@ -101,18 +94,13 @@ def nature_convs(channels: int) -> nn.Sequential:
     )  # fmt: skip
 
 
-def small_convs(channels: int) -> nn.Sequential:
-    """Four 3 x 3 stride-2 convolutions of 32 channels on 42 x 42 frames (the common A3C reimplementations')."""
-    layers = []
-    for index in range(4):
-        layers += [nn.Conv2d(channels if index == 0 else 32, 32, 3, stride=2, padding=1), nn.ReLU()]
-    return nn.Sequential(*layers, nn.Flatten())
-
-
 CANDIDATES = {
-    "A3C paper, 84 x 84 (the preset)": (a3c_paper_convs, 84),
+    "A3C paper, 84 x 84 (the preset)": (lambda channels: convolutions(channels, 84, "a3c", False), 84),
     "Nature DQN, 84 x 84": (nature_convs, 84),
-    "4 x conv3 s2, 42 x 42": (small_convs, 42),
+    "4 x conv3 s2, 84 x 84 averaged to 42 (--convnet small)": (
+        lambda channels: convolutions(channels, 84, "small", False),
+        84,
+    ),
 }
 
 

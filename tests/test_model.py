@@ -229,3 +229,21 @@ def test_centred_frames_are_each_frame_less_its_own_mean():
     centred = ScaleFrames(center=True)(frames)
     torch.testing.assert_close(centred, scaled - scaled.mean(dim=(-2, -1), keepdim=True))
     assert centred.mean(dim=(-2, -1)).abs().max() < 1e-6 and frames.dtype == torch.uint8  # the input untouched
+
+
+def test_the_small_convnet_sees_atari_frames_as_frames_resized_to_42_by_area():
+    torch.manual_seed(0)
+    model = ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(256,), convnet="small"))
+    frames = pong_like_frames(8, torch.Generator().manual_seed(2))
+    convs = model.encoder[1]
+    resized = F.interpolate(frames.float() / 255, size=(42, 42), mode="area")
+    with torch.no_grad():
+        seen = convs(ScaleFrames()(frames))
+        assert_close(seen, convs[1:](resized))  # [1:]: past the 2 x 2 average
+    assert seen.shape == (8, 32 * 3 * 3) and model.encoder[2].in_features == 32 * 3 * 3
+
+
+def test_the_small_convnet_leaves_frames_under_64_pixels_as_they_are():
+    model = ActorCritic((4, 42, 42), 6, StockOptions(convnet="small"))
+    assert not any(isinstance(layer, nn.AvgPool2d) for layer in model.encoder.modules())
+    assert model.encoder[2].in_features == 32 * 3 * 3

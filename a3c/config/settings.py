@@ -50,6 +50,9 @@ class Config:
     # frames: each frame less its own mean pixel before the convnet; on for Atari, where Pong's grey
     # background hid the ball from the critic (docs/design/choices.md, "Centred frames")
     center_frames: bool = False
+    # the frames encoder's convolutions: a3c, the A3C paper's on 84 x 84 frames; small, four 3x3 stride-2
+    # convolutions on frames averaged to 42 x 42 (docs/design/choices.md, "The small convnet")
+    convnet: str = "a3c"
     # on: the value head learns the return less the running mean of the value targets (shared by the
     # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
     # more (on Acrobot, Adam saturated it instead), off for feed-forward networks, which reach
@@ -233,6 +236,7 @@ def network_rules(config: Config) -> list[Rule]:
         ("critic", config.critic in ("own", "shared"), "one of own, shared"),
         ("learner", config.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
         ("precision", config.precision in ("auto", "float32", "bfloat16"), "one of auto, float32, bfloat16"),
+        ("convnet", config.convnet in ("a3c", "small"), "one of a3c, small"),
         (
             "learner",
             not (config.learner == "numpy" and config.model),
@@ -335,6 +339,7 @@ STRUCTURAL_FIELDS = (
     "optimizer",
     "normalize_obs",
     "center_frames",
+    "convnet",
     "center_values",
     "critic",
 )

@@ -25,6 +25,7 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
         own_critic=config.critic == "own",
         bfloat16=resolved_precision(config.precision) == "bfloat16",
         center_frames=config.center_frames,
+        convnet=config.convnet,
     )
 
 

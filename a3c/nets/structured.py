@@ -37,13 +37,13 @@ class CombinedFeatures(nn.Module):
     """The flat vector split into its parts: frames through the stock convnet (the MinAtar paper's for
     small ones), the other parts as they are; all concatenated."""
 
-    def __init__(self, parts: tuple[Part, ...], center_frames: bool = False):
+    def __init__(self, parts: tuple[Part, ...], center_frames: bool = False, convnet: str = "a3c"):
         super().__init__()
         self.parts = parts
         # by position: a Dict's keys may hold dots, which a module's name may not
         self.frames = nn.ModuleDict(
             {
-                str(k): encoder(part.shape, (), center_frames=center_frames)
+                str(k): encoder(part.shape, (), center_frames=center_frames, convnet=convnet)
                 for k, part in enumerate(parts)
                 if part.kind == "frames"
             }
@@ -70,7 +70,7 @@ class StructuredActorCritic(ActorCritic):
 
     def __init__(self, parts: tuple[Part, ...], num_actions: int, options: StockOptions = StockOptions()):
         def combined_encoder() -> nn.Module:
-            features = CombinedFeatures(parts, options.center_frames)
+            features = CombinedFeatures(parts, options.center_frames, options.convnet)
             return nn.Sequential(features, *mlp(features.size, tuple(options.hidden_sizes)))
 
         super().__init__((sum(part.size for part in parts),), num_actions, options, own_encoder=combined_encoder)
