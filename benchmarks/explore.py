@@ -6,9 +6,7 @@
     explore.py --at-start                         # what the noise does to fresh networks, at each sigma
 
 The tasks: DeepSea at N = 10, 20 and 30 (a3c/envs/deep_sea.py: random play finds the corner in 2 of 2^N
-episodes, and a policy that dithers step by step no more often), DeepSea 20 with "right" the same action in
-every cell (one preference held for an episode finds the corner: what a NoisyNet draw held for a rollout
-is said to give), and MountainCar-v0, gymnasium's
+episodes, and a policy that dithers step by step no more often), and MountainCar-v0, gymnasium's
 classic sparse task (-1 a step until the car reaches the flag, which random actions almost never do
 within the episode's 200 steps; the RL Zoo has A2C and PPO settings for it). Frozen Lake is left out:
 its 8x8 map is found by random play in about 1 of 500 episodes, too often to tell exploration apart,
@@ -47,7 +45,6 @@ TASKS = {
     "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),
     "a3c/DeepSea20-v0": Suite(0.9, 5, 600.0),
     "a3c/DeepSea30-v0": Suite(0.9, 5, 900.0),
-    "a3c/DeepSeaFixed20-v0": Suite(0.9, 5, 600.0),
     "MountainCar-v0": Suite(-110.0, 5, 1200.0),
 }
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for

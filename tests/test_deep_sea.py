@@ -46,17 +46,8 @@ def test_random_play_reaches_the_corner_in_two_of_two_to_the_n_episodes():
 
 def test_a_deep_sea_id_makes_its_size_with_the_target_return():
     assert deep_sea_size("a3c/DeepSea30-v0") == 30 and deep_sea_size("CartPole-v1") is None
-    assert deep_sea_size("a3c/DeepSeaFixed7-v0") == 7
     spec = env_spec("a3c/DeepSea12-v0")
     assert spec.reward_threshold == 0.9 and spec.obs_shape == (144,)
     env = make_env("a3c/DeepSea12-v0")
     observation, _ = env.reset(seed=1)
     assert observation.sum() == 1 and observation[0] == 1  # the top-left cell
-
-
-def test_the_fixed_variant_is_solved_by_one_action_held_for_the_episode():
-    env = make_env("a3c/DeepSeaFixed6-v0")
-    env.reset(seed=0)
-    rewards = [env.step(1)[1] for _ in range(6)]
-    assert sum(rewards) == pytest.approx(1 - 0.01)
-    assert not np.all(DeepSea(6).right_action == 1)  # the stock grid is not

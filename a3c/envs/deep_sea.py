@@ -3,9 +3,7 @@ through one row a step, choosing left or right. "Right" costs 0.01 / N; the only
 the bottom-right cell, which only a run of rights reaches (or a left against the first wall, then
 rights): random play finds it in 2 of 2^N episodes, and a policy that dithers step by step no more
 often. `a3c/DeepSea20-v0` is the 20 x 20 grid: any size is made on demand (`register_deep_sea`), with a
-target return of 0.9 (the corner on nearly every episode; all rights return 0.99). `a3c/DeepSeaFixed20-v0`
-is the same grid with "right" the same action in every cell (bsuite's randomize_actions=False): one
-preference held for a whole episode finds the corner there, while each cell's own does in DeepSea.
+target return of 0.9 (the corner on nearly every episode; all rights return 0.99).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
-ID_PATTERN = re.compile(r"a3c/DeepSea(Fixed)?(\d+)-v0")
+ID_PATTERN = re.compile(r"a3c/DeepSea(\d+)-v0")
 MOVE_COST = 0.01  # of all rights over an episode: each costs MOVE_COST / N
 TARGET_RETURN = 0.9
 MAPPING_SEED = 0  # the cells' action mapping: one per size, the same in every env and run
@@ -25,7 +23,7 @@ MAPPING_SEED = 0  # the cells' action mapping: one per size, the same in every e
 def deep_sea_size(env_id: str) -> Optional[int]:
     """N of a DeepSea id ("a3c/DeepSea20-v0" -> 20); None for any other id."""
     match = ID_PATTERN.fullmatch(env_id)
-    return None if match is None else int(match.group(2))
+    return None if match is None else int(match.group(1))
 
 
 def register_deep_sea(env_id: str) -> None:
@@ -35,7 +33,7 @@ def register_deep_sea(env_id: str) -> None:
         gym.register(
             id=env_id,
             entry_point=DeepSea,
-            kwargs={"size": size, "fixed_actions": ID_PATTERN.fullmatch(env_id).group(1) is not None},
+            kwargs={"size": size},
             max_episode_steps=max(size, 1),
             reward_threshold=TARGET_RETURN,
         )
@@ -44,19 +42,17 @@ def register_deep_sea(env_id: str) -> None:
 class DeepSea(gym.Env):
     """The observation is the one-hot of the agent's cell (N x N, flattened); action 0 or 1. Which of the two
     means "right" differs from cell to cell (drawn once per size from MAPPING_SEED, as bsuite randomises it),
-    so no fixed action repeated solves it; with `fixed_actions`, 1 is right everywhere. Walls hold the agent
-    at the first and last column."""
+    so no fixed action repeated solves it. Walls hold the agent at the first and last column."""
 
     metadata = {"render_modes": []}
 
-    def __init__(self, size: int = 10, fixed_actions: bool = False):
+    def __init__(self, size: int = 10):
         if size < 2:
             raise ValueError(f"DeepSea needs a size of 2 or more, got {size}")
         self.size = size
         self.observation_space = gym.spaces.Box(0.0, 1.0, (size * size,), np.float32)
         self.action_space = gym.spaces.Discrete(2)
-        mapping = np.random.default_rng(MAPPING_SEED).integers(0, 2, (size, size))
-        self.right_action = np.ones_like(mapping) if fixed_actions else mapping
+        self.right_action = np.random.default_rng(MAPPING_SEED).integers(0, 2, (size, size))
         self.row = self.column = 0
 
     def observation(self) -> np.ndarray:
