@@ -92,14 +92,9 @@ def env_alone(kind: str, seconds: float) -> float:
         return sum(pool.starmap(random_steps, [(kind, seconds)] * cores)) / seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=40_000, help="env steps a run (about a minute here)")
-    parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
-    parser.add_argument("--only", action="append", metavar="TEXT", help="the contenders whose name holds TEXT")
-    parser.add_argument("--out", default="atari", help="results name")
-    args = parser.parse_args()
+def contenders_of(baseline: Path | None, only: list[str] | None) -> dict[str, tuple[Path, dict]]:
+    """The contenders by label: the checkout's code and its trainer options (--baseline adds another checkout,
+    --only keeps the labels holding a text)."""
     wide = {"envs_per_process": 16, "t_max": 5}
     contenders = {
         "this checkout, preset (the LSTM, 16 envs x t-max 20, centred frames)": (REPO, {}),
@@ -121,10 +116,22 @@ def main() -> None:
         ),
         "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
     }
-    if args.baseline is not None:
-        contenders[f"baseline {args.baseline}, its preset"] = (args.baseline, {})
-    if args.only:
-        contenders = {label: run for label, run in contenders.items() if any(text in label for text in args.only)}
+    if baseline is not None:
+        contenders[f"baseline {baseline}, its preset"] = (baseline, {})
+    if only:
+        contenders = {label: run for label, run in contenders.items() if any(text in label for text in only)}
+    return contenders
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=40_000, help="env steps a run (about a minute here)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of a3c, run with its own preset")
+    parser.add_argument("--only", action="append", metavar="TEXT", help="the contenders whose name holds TEXT")
+    parser.add_argument("--out", default="atari", help="results name")
+    args = parser.parse_args()
+    contenders = contenders_of(args.baseline, args.only)
     info = environment()
     runs = {label: [] for label in contenders}
     for _ in range(args.repeats):
