@@ -55,8 +55,9 @@ PRESETS: dict[str, dict] = {
 # Every ALE/ game: the A3C paper's Atari settings scaled to a small machine, with its LSTM agent: 16 envs x
 # t-max 20 a process (wide acting batches: more env steps a second than 4 envs, and on Breakout each
 # seed left random play where 4 envs did not), frames centred (Pong's ball was hidden in its
-# background), lr 5e-4 (at 1e-3 Pong learned, then its LSTM saturated) (docs/design/choices.md,
-# "The presets" and "Centred frames")
+# background), lr 5e-4 (at 1e-3 Pong learned, then its LSTM saturated), the convolutions in bfloat16 where
+# the CPU has it (more env steps an hour, Pong learned as well per env step) (docs/design/choices.md,
+# "The presets", "Centred frames" and "bfloat16 convolutions")
 ATARI = {
     "max_steps": 20_000_000,
     "clip_rewards": True,
@@ -66,6 +67,7 @@ ATARI = {
     "envs_per_process": 16,
     "lr": 5e-4,
     "center_frames": True,
+    "precision": "auto",
     "eval_interval": 300.0,
     "eval_episodes": 4,
     # a greedy game of Pong lasts minutes once the ball comes back: new games confirm a target, fewer than
