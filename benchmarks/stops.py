@@ -1,7 +1,7 @@
 """Stops as schedulers send them, tried --tries times each: the exit code, summary.json, last.pt and the time.
 
     stops.py                                   # every way, CartPole-v1 and MinAtar/Breakout-v1, 10 tries
-    stops.py --way "group SIGTERM" --env ALE/Pong-v5 --tries 3 --train-for 60
+    stops.py --way "group SIGTERM" --env ALE/Pong-v5 --tries 3 --train-for 60 --out stops-pong
 
 The ways:
 - "group SIGTERM": --train-for seconds after the first metrics row, SIGTERM to the trainer's whole process
@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=10)
     parser.add_argument("--train-for", type=float, default=5.0, help="group SIGTERM: seconds after the first row")
     parser.add_argument("--timeout", type=float, default=40.0, help="timeout's seconds, from launch")
+    parser.add_argument("--out", default="stops", help="the results file's name under benchmarks/results/")
     args = parser.parse_args()
     results = {
         f"{way}, {env}": [one_try(way, env, args) for _ in range(args.tries)]
@@ -140,7 +141,7 @@ def main() -> None:
             ]
         )
     print_table(["way, env", "passed", "signal to exit, median s", "max s"], rows)
-    save_json("stops", {**environment(), "args": vars(args), "results": results})
+    save_json(args.out, {**environment(), "args": vars(args), "results": results})
 
 
 if __name__ == "__main__":
