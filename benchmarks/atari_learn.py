@@ -277,7 +277,7 @@ def report_greedy(runs: dict[int, dict], target: float | None) -> None:
             *(f"at {mark} min" for mark in GREEDY_MINUTES),
             "best",
             "first >= 0: min (steps)",
-            f"first >= {target}",
+            f"first >= {target}" if target is not None else "first >= target (none set)",
             "target confirmed",
         ],
         rows,
