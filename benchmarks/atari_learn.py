@@ -13,7 +13,8 @@ NAME:OPTIONS` adds trainer options to the preset (none: the preset alone); sever
 interleaved by seed; an option given there wins over the preset's and the 4 processes: `--setting
 "NAME:--eval-episodes 4"` keeps the preset's evaluator, and its greedy games (eval.csv: the mean of each
 evaluation, against minutes from the trainer's start) are reported beside, with the target's confirmation
-where the game has one (Pong's +18: the run stops once 10 new greedy games confirm it). The setting named
+where the game has one (Pong's +18: the run stops once the preset's
+confirmation games confirm it). The setting named
 `sb3-ppo-zoo` is Stable-Baselines3 PPO with the RL Zoo's Atari settings instead (sb3_atari.py, its
 evaluation at the preset's cadence and games), the anchor the preset is held against.
 `--from-runs DIR ...` summarises runs already made (named NAME-seedS); `--from-results FILE ...` joins
