@@ -118,3 +118,21 @@ def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["env_steps"] >= 400 and summary["stop_reason"] == "max_steps"
     assert (run_dir / "checkpoints" / "last.pt").exists()
+
+
+def test_the_evaluators_games_report_their_lives_for_the_state_to_restart_at_a_lost_one():
+    from a3c.envs.batch import make_vector_env
+    from a3c.envs.progress import EpisodeProgress
+
+    games, _ = make_vector_env("ALE/Breakout-v5", 2)
+    try:
+        _, info = games.reset(seed=0)
+        progress = EpisodeProgress(info, 2)
+        lost = np.zeros(2, dtype=bool)
+        for _ in range(400):  # never serving (NOOP), no life is lost; FIRE serves, and a still paddle misses
+            _, _, _, _, info = games.step(np.array([0, 1]))
+            progress.step(np.zeros(2), info)
+            lost |= progress.new_life
+        assert info["lives"][0] == 5 and lost.tolist() == [False, True]
+    finally:
+        games.close()

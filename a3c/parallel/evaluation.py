@@ -19,6 +19,7 @@ from a3c.agent import Agent
 from a3c.config.settings import Config
 from a3c.envs.batch import make_vector_env
 from a3c.envs.masks import ACTION_MASK
+from a3c.envs.progress import EpisodeProgress
 from a3c.errors import CheckpointError
 from a3c.learn.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.learn.seeding import confirmation_seed, evaluation_seed
@@ -34,19 +35,23 @@ def play_greedy_episodes(
 
     Greedy actions (argmax over the legal ones, or the Gaussian mean) from the mean weights; returns the
     undiscounted returns. An env that finished keeps being stepped (vector envs step
-    all) but is no longer counted. Stops early, returning what finished, when `stop` is set.
+    all) but is no longer counted. A lost life restarts the recurrent state, as it does in training,
+    where it ends an episode, and an episode stalled for IDLE_STEPS ends (a3c/envs/progress.py).
+    Stops early, returning what finished, when `stop` is set.
     `on_step` is called before every step (the evaluator's heartbeat).
     """
     obs, info = envs.reset(seed=seed)
     state = agent.initial_state(envs.num_envs)
     returns = np.zeros(envs.num_envs)
     active = np.ones(envs.num_envs, dtype=bool)
+    progress = EpisodeProgress(info, envs.num_envs)
     while active.any() and not (stop is not None and stop.is_set()):
         on_step()
-        actions, state = agent.act(obs, state, action_mask=info.get(ACTION_MASK))
+        mask = info.get(ACTION_MASK)
+        actions, state = agent.act(obs, state, episode_start=progress.new_life, action_mask=mask)
         obs, rewards, terminated, truncated, info = envs.step(actions)
         returns += rewards * active
-        active &= ~(terminated | truncated)
+        active &= ~(terminated | truncated | progress.step(rewards, info))
     return returns[~active].tolist()
 
 

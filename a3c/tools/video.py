@@ -17,6 +17,7 @@ import numpy as np
 from a3c.agent import Agent
 from a3c.envs.make import make_env
 from a3c.envs.masks import ACTION_MASK
+from a3c.envs.progress import EpisodeProgress
 from a3c.errors import ConfigError, EnvError, check_output_file
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -115,6 +116,7 @@ def record_episodes(
         for episode in range(episodes):
             obs, info = env.reset(seed=seed + episode)
             state, done, total = None, False, 0.0
+            progress = EpisodeProgress(info, 1)  # the evaluator's rules: a new life, a stalled game
             while not done:
                 if max_steps is not None and frames >= max_steps:
                     return returns, frames
@@ -122,11 +124,14 @@ def record_episodes(
                 frames += 1
                 mask = info.get(ACTION_MASK)
                 action, state = agent.act(
-                    obs[None], state, action_mask=None if mask is None else np.asarray(mask)[None]
+                    obs[None],
+                    state,
+                    episode_start=progress.new_life,
+                    action_mask=None if mask is None else np.asarray(mask)[None],
                 )
                 obs, reward, terminated, truncated, info = env.step(action[0])
                 total += float(reward)
-                done = terminated or truncated
+                done = terminated or truncated or bool(progress.step(reward, info)[0])
             returns.append(total)
         return returns, frames
     finally:
