@@ -36,11 +36,12 @@ def play(checkpoint: str, games: int, seed: int, carry_over: bool, idle_steps: i
     """One contender's games, played together as the evaluator plays them, and the steps the batch took."""
     agent = load_agent(checkpoint)
     envs, _ = make_vector_env(agent.config.env, games)
-    batch_steps = []
+    batch_steps = 0
 
     class Counted(CarriedOver if carry_over else progress.EpisodeProgress):
         def step(self, rewards, info):
-            batch_steps.append(1)
+            nonlocal batch_steps
+            batch_steps += 1
             return super().step(rewards, info)
 
     original = evaluation.EpisodeProgress, progress.IDLE_STEPS
@@ -55,7 +56,7 @@ def play(checkpoint: str, games: int, seed: int, carry_over: bool, idle_steps: i
         "returns": returns,
         "mean": float(np.mean(returns)),
         "std": float(np.std(returns)),
-        "batch_steps": len(batch_steps),
+        "batch_steps": batch_steps,
         "seconds": time.perf_counter() - start,
     }
 
