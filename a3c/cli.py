@@ -245,7 +245,8 @@ def cli(ctx, config_file, resume, **settings):
     try:
         with usage_errors():
             config = training_config(settings["env"], given, config_file, resume)
-            prestart(config.track)  # its library's import runs beside torch's, on the other core
+            # its library's import runs beside torch's, on the other core
+            prestart(config.track if config else given.get("track", "none"))
             from a3c.run.trainer import EXIT_CODES, train
 
             gc.enable()  # off since main(); train() freezes what the imports made
@@ -256,14 +257,18 @@ def cli(ctx, config_file, resume, **settings):
     exit_now(EXIT_CODES.get(summary["stop_reason"], 0))
 
 
-def training_config(env: str, given: dict, config_file, resume) -> Config:
-    """The env's preset, then the --config file's options, then those given on the command line."""
+def training_config(env: str, given: dict, config_file, resume) -> Config | None:
+    """The env's preset, then the --config file's options, then those given on the command line. None for
+    --resume: the trainer checks the options given again against the saved settings, not the defaults (a
+    --ray-address given again goes with the saved --backend ray)."""
+    if resume is not None:
+        if config_file is not None:
+            raise ConfigError(
+                "--config with --resume: a resumed run keeps its saved settings; give the changes on the command line"
+            )
+        return None
     if config_file is None:
         return Config.for_env(env, **{k: v for k, v in given.items() if k != "env"})
-    if resume is not None:
-        raise ConfigError(
-            "--config with --resume: a resumed run keeps its saved settings; give the changes on the command line"
-        )
     return Config.from_file(config_file, **given)
 
 

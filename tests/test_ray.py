@@ -158,6 +158,18 @@ def test_two_node_groups_learn_and_sync_every_interval(tmp_path, ray_address):
     assert summary["updates"] / 2 <= float(saved["optimizer"]["steps"]) <= summary["updates"]
 
 
+@pytest.mark.timeout(90)
+def test_a_cluster_run_resumes_on_the_cluster_named_again(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    first = run_cli(*ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "4000"), timeout=40)
+    assert first.returncode == 0, first.stderr
+    # --ray-address given again, without --backend: the saved run's backend is ray
+    resumed = run_cli("--resume", str(run_dir), "--ray-address", ray_address, "--max-steps", "8000", timeout=40)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["node_groups"] == 2
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] >= 8000
+
+
 @pytest.mark.timeout(60)
 def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_replay(tmp_path, ray_address):
     run_dir = tmp_path / "run"

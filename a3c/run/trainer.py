@@ -238,14 +238,14 @@ class TrainResult:
 
 
 def train(
-    config: Config,
+    config: Optional[Config],
     print_fn=print,
     resume: Optional[str] = None,
     overrides: Optional[dict] = None,
     launched_at: Optional[float] = None,
     callbacks: Sequence = (),
 ) -> TrainResult:
-    """Run one training job to its end (or continue the one at `resume`).
+    """Run one training job to its end (or continue the one at `resume`, with `config` None).
 
     `launched_at`: the time.monotonic() the phase timings count from (the CLI: its process's start);
     by default, this call. `callbacks`: see a3c/run/callbacks.py. Leaves the calling process as it found
