@@ -82,6 +82,12 @@ TRAIN_OPTIONS = [
         type=click.Choice(["worker", "env", "episode"]),
     ),
     option(
+        "--noise-kl-target",
+        "NoisyNet: the mean KL (nats) a draw should move the policy by; each worker scales its draws to hold it "
+        "(0: the draws as sigma makes them)",
+        type=float,
+    ),
+    option(
         "--model",
         "module:function returning your own torch network instead of the stock one (docs/guides/own-network.md)",
     ),

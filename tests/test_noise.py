@@ -9,10 +9,13 @@ import time
 import numpy as np
 import pytest
 import torch
+from click.testing import CliRunner
 
+from a3c.cli import cli
 from a3c.config.settings import Config
 from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.learn.learner import ActorLearner, RolloutReport
+from a3c.learn.noise_scale import NOISE_SCALE_BOUNDS, NOISE_SCALE_STEP, adapted_noise_scale
 from a3c.learn.seeding import worker_seeds
 from a3c.nets.actor_critic import NoisyLinear
 from a3c.parallel.messages import Update
@@ -105,3 +108,55 @@ def test_the_metrics_rows_average_the_new_rollouts_noise_and_leave_out_replays(t
         (row,) = csv.DictReader(file)
     assert float(row["noise_kl"]) == pytest.approx(0.2) and float(row["noise_flips"]) == pytest.approx(0.5)
     assert row["noise_consistency"] == "nan"
+
+
+def test_the_scale_grows_below_the_target_shrinks_above_it_and_stays_within_its_bounds():
+    assert adapted_noise_scale(2.0, 0.01, 0.1) == pytest.approx(2.0 * NOISE_SCALE_STEP)
+    assert adapted_noise_scale(2.0, 0.5, 0.1) == pytest.approx(2.0 / NOISE_SCALE_STEP)
+    assert adapted_noise_scale(2.0, math.nan, 0.1) == 2.0  # a rollout without a valid step measures nothing
+    low, high = NOISE_SCALE_BOUNDS
+    assert adapted_noise_scale(high, 0.0, 0.1) == high and adapted_noise_scale(low, 9.0, 0.1) == low
+
+
+def test_a_draw_is_its_scale_times_a_standard_normal_and_a_held_draw_keeps_its_own():
+    layer = NoisyLinear(200, 50)
+    layer.noise_scale = 3.0
+    layer.resample_noise(generator=torch.Generator().manual_seed(1))
+    assert layer.weight_epsilon.std().item() == pytest.approx(3.0, rel=0.03)
+    layer.noise_scale = 1.0
+    plain = NoisyLinear(200, 50)
+    plain.resample_noise(generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(layer.weight_epsilon, 3.0 * plain.weight_epsilon)  # the same draw, scaled
+    layer.resample_noise(rows=4)
+    held = layer.weight_epsilon.clone()
+    layer.noise_scale = 10.0
+    layer.resample_noise(rows=4, only=torch.tensor([True, False, False, False]))
+    assert layer.weight_epsilon[0].std().item() == pytest.approx(10.0, rel=0.05)
+    assert torch.equal(layer.weight_epsilon[1:], held[1:])
+
+
+@pytest.mark.parametrize("target", [0.0, 0.5])
+def test_a_kl_target_scales_the_next_draws_until_they_move_the_policy_by_it(target):
+    learner = learner_for(noise_kl_target=target)  # sigma 0.017: a draw moves a fresh policy by ~1e-4 nats
+    reports = [learner.compute_gradient()[1] for _ in range(120)]
+    scales = [report.noise_scale for report in reports]
+    if not target:
+        assert scales == [1.0] * len(reports) and max(report.noise_kl for report in reports) < 0.01
+        return
+    assert scales[0] == 1.0 and scales[1] == pytest.approx(NOISE_SCALE_STEP)  # the first draw fell short
+    assert learner.model.policy.noise_scale == scales[-1] > 10  # the layers drew the last rollout at its scale
+    assert np.mean([report.noise_kl for report in reports[-20:]]) == pytest.approx(target, rel=0.5)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--no-noise"], "nothing to scale"),
+        (["--env", "Pendulum-v1"], "one discrete action"),
+        (["--learner", "torch"], "numpy learner"),
+    ],
+)
+def test_a_kl_target_where_nothing_measures_the_draws_is_a_usage_error(tmp_path, options, message):
+    result = CliRunner().invoke(cli, ["--noise-kl-target", "0.1", "--run-dir", str(tmp_path / "run"), *options])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "run" / "metrics.csv").exists()

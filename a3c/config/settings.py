@@ -33,6 +33,9 @@ class Config:
     # NoisyNet's draw: worker, one a rollout for all of a worker's envs; env, one a rollout for each env;
     # episode, one for each env, held until its episode ends (redrawn at the next rollout's start)
     noise_draw: str = "worker"
+    # the mean KL (nats) a draw should move the policy by: each worker scales its draws to hold it
+    # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
+    noise_kl_target: float = 0.0
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -244,6 +247,8 @@ def network_rules(config: Config) -> list[Rule]:
         ),
         ("sigma_init", config.sigma_init >= 0, ">= 0"),
         ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
+        ("noise_kl_target", config.noise_kl_target >= 0, ">= 0 (0: the draws as sigma makes them)"),
+        ("noise_kl_target", not (config.noise_kl_target and not config.noise), "0 with --no-noise: nothing to scale"),
     ]
 
 

@@ -14,6 +14,7 @@ import torch
 from a3c.config.settings import Config
 from a3c.envs.batch import StepResult, make_env_batch
 from a3c.learn.distributions import Categorical, distribution, mask_logits, noise_effects
+from a3c.learn.noise_scale import adapted_noise_scale
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
 from a3c.learn.returns import (
@@ -27,7 +28,7 @@ from a3c.learn.returns import (
     vtrace,
 )
 from a3c.learn.seeding import WorkerSeeds
-from a3c.nets.actor_critic import RunningNorm
+from a3c.nets.actor_critic import NoisyLinear, RunningNorm
 from a3c.nets.factory import build_model
 from a3c.nets.flat import attach_flat_gradient, clip_norm_, flatten_parameters
 
@@ -53,6 +54,7 @@ class RolloutReport:
     noise_flips: float = math.nan
     noise_consistency: float = math.nan
     noise_share: float = math.nan
+    noise_scale: float = math.nan  # what the draw's epsilon was multiplied by (--noise-kl-target adapts it)
 
 
 class NetOutputs(NamedTuple):
@@ -121,6 +123,7 @@ class ActorLearner:
         # NoisyNet's draw an env (held for a rollout, or until the env's episode ends), or one for all
         self.noise_rows = None if config.noise_draw == "worker" else len(self.envs)
         self.episode_ended = torch.ones(len(self.envs), dtype=torch.bool)  # the envs a held draw is due for
+        self.noise_scale = 1.0  # the next draws' epsilon times this; --noise-kl-target adapts it
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -166,12 +169,23 @@ class ActorLearner:
             steps,
             loss,
             update_started,
-            **self.noise_effects(played.outputs.heads, steps),
+            **self.measured_noise(played.outputs.heads, steps),
             env_steps=int(steps.valid.sum()),
             finished_returns=played.finished_returns,
             finished_lengths=played.finished_lengths,
             rollout_seconds=update_started - started,
         )
+
+    def measured_noise(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
+        """What the rollout's draws did to the policy and the scale they were drawn at; with --noise-kl-target,
+        the next draws' scale adapted to what these did (a3c/learn/noise_scale.py)."""
+        effects = self.noise_effects(heads, steps)
+        if not effects:
+            return {}
+        scale, target = self.noise_scale, self.config.noise_kl_target
+        if target:
+            self.noise_scale = adapted_noise_scale(scale, effects["noise_kl"], target)
+        return {**effects, "noise_scale": scale}
 
     def noise_effects(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
         """What this rollout's noise draws did to the softmax policy it acted with, over its valid steps;
@@ -261,6 +275,9 @@ class ActorLearner:
     def draw_noise(self, only: Optional[torch.Tensor] = None) -> None:
         """NoisyNet's new draw: one for all envs (the plain call a user's network may define too), or one an
         env, for the envs of `only` alone where given."""
+        for module in self.model.modules():
+            if isinstance(module, NoisyLinear):
+                module.noise_scale = self.noise_scale
         if self.noise_rows is None:
             self.model.resample_noise()
         else:

@@ -41,6 +41,7 @@ class NoisyLinear(nn.Module):
         self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma_init))
         self.register_buffer("weight_epsilon", torch.zeros(out_features, in_features), persistent=False)
         self.register_buffer("bias_epsilon", torch.zeros(out_features), persistent=False)
+        self.noise_scale = 1.0  # each new draw's epsilon times this (--noise-kl-target: a3c/learn/noise_scale.py)
 
     def resample_noise(
         self, generator: torch.Generator | None = None, rows: int | None = None, only: torch.Tensor | None = None
@@ -52,12 +53,12 @@ class NoisyLinear(nn.Module):
             self.weight_epsilon, self.bias_epsilon = torch.empty(shape), torch.empty(shape[:-1])
             only = None  # nothing to keep yet
         if only is None:
-            self.weight_epsilon.normal_(generator=generator)
-            self.bias_epsilon.normal_(generator=generator)
+            self.weight_epsilon.normal_(generator=generator).mul_(self.noise_scale)
+            self.bias_epsilon.normal_(generator=generator).mul_(self.noise_scale)
         elif only.any():
             count = int(only.sum())
-            self.weight_epsilon[only] = torch.randn(count, *shape[1:], generator=generator)
-            self.bias_epsilon[only] = torch.randn(count, *shape[1:-1], generator=generator)
+            self.weight_epsilon[only] = torch.randn(count, *shape[1:], generator=generator) * self.noise_scale
+            self.bias_epsilon[only] = torch.randn(count, *shape[1:-1], generator=generator) * self.noise_scale
 
     def effective_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The weight and bias applied: the means in eval mode, plus the current noise in training mode

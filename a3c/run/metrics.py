@@ -24,6 +24,8 @@ from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.parallel.messages import Evaluation, Failure, Update
 from a3c.run.console import Console
 
+# what the rollouts' NoisyNet draws did to the policy, beside the entropy, and what their epsilon was scaled by
+NOISE_COLUMNS = [*NOISE_EFFECTS, "noise_scale"]
 TRAIN_COLUMNS = [
     "env_steps",
     "wall_seconds",
@@ -34,7 +36,7 @@ TRAIN_COLUMNS = [
     "policy_loss",
     "value_loss",
     "entropy",
-    *NOISE_EFFECTS,  # what the rollouts' NoisyNet draws did to the policy, beside the entropy
+    *NOISE_COLUMNS,
     "grad_norm",
     "lr",
     "steps_per_second",
@@ -54,7 +56,7 @@ PENDING = (
     "policy",
     "value",
     "entropy",
-    *NOISE_EFFECTS,
+    *NOISE_COLUMNS,
     "grad_norm",
     "rollout",
     "update",
@@ -243,7 +245,7 @@ class MetricsWriter:
         pending["update"].append(report.update_seconds * 1000)
         if not report.replayed:
             pending["rollout"].append(report.rollout_seconds * 1000)
-            for name in NOISE_EFFECTS:
+            for name in NOISE_COLUMNS:
                 pending[name].append(getattr(report, name))
         if report.applied:
             pending["policy"].append(report.policy_loss)
@@ -269,7 +271,7 @@ class MetricsWriter:
             "policy_loss": mean_or_nan(pending["policy"]),
             "value_loss": mean_or_nan(pending["value"]),
             "entropy": mean_or_nan(pending["entropy"]),
-            **{name: mean_or_nan(pending[name]) for name in NOISE_EFFECTS},
+            **{name: mean_or_nan(pending[name]) for name in NOISE_COLUMNS},
             "grad_norm": mean_or_nan(pending["grad_norm"]),
             "lr": self.settings.lr_at(self.env_steps, self.elapsed(now)),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),
