@@ -11,8 +11,9 @@ a --placement-timeout of 30 s. --fault-at seconds after its first metrics row on
 - "head host lost": every process of the head's host, the trainer's included, is SIGKILLed.
 The run is left --watch seconds to answer (a stop of its own, or SIGINT then), and then resumed on a
 new cluster for --resume-for seconds. Reported per try: the first run's exit code and stop reason (none
-where it was killed), the console's lines about node groups, whether last.pt loaded, and whether the
-resumed metrics.csv's env steps rise without a repeated or missing row.
+where it was killed), the seconds from the fault to the console's line that a group was lost and to its
+line that a group runs (a replacement placed), the console's lines about node groups, whether last.pt
+loaded, and whether the resumed metrics.csv's env steps rise without a repeated or missing row.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import json
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 from common import PYTHON, REPO, environment, print_table, run_rows, save_json, trainer_command
 from netns_cluster import PREFIX, cluster, host_names, in_namespace, kill_processes, set_link
@@ -69,14 +72,32 @@ def wait_for_rows(run_dir: Path, count: int, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def finish(process, seconds: float) -> tuple[int, str]:
-    """The process's exit code and output, SIGINT after `seconds` if it is still running."""
+class TimedOutput:
+    """A process's output lines as they come, each with the monotonic time it was read at."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[tuple[float, str]] = []
+        self.reader = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def first_after(self, since: float, words: str) -> Optional[float]:
+        """Seconds from `since` to the first line after it that says `words`; None if none did."""
+        return next((at - since for at, line in self.lines if at >= since and words in line), None)
+
+
+def run_until(process: subprocess.Popen, output: TimedOutput, seconds: float) -> int:
+    """The process's exit code, SIGINT after `seconds` if it is still running; its output read to the end."""
     try:
-        output, _ = process.communicate(timeout=seconds)
+        process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-    return process.returncode, output
+        process.wait(timeout=60)
+    output.reader.join(timeout=10)
+    return process.returncode
 
 
 def strike(fault: str, restore_after: float) -> None:
@@ -103,11 +124,12 @@ def one_try(fault: str, args: argparse.Namespace) -> dict:
         run_dir = Path(tmp) / "run"
         with cluster(2, 1, 0) as head:
             process = start_trainer(head, run_dir, resume=False)
+            output = TimedOutput(process)
             wait_for_rows(run_dir, 1, 120)
             time.sleep(args.fault_at)
             struck = time.monotonic()
             strike(fault, args.restore_after)
-            code, output = finish(process, max(args.watch - (time.monotonic() - struck), 1))
+            code = run_until(process, output, max(args.watch - (time.monotonic() - struck), 1))
         summary_path = run_dir / "summary.json"
         stop = json.loads(summary_path.read_text())["stop_reason"] if summary_path.exists() else None
         try:
@@ -116,15 +138,23 @@ def one_try(fault: str, args: argparse.Namespace) -> dict:
         except Exception:
             loads = False
         with cluster(2, 1, 0) as head:
-            resumed_code, _ = finish(start_trainer(head, run_dir, resume=True), args.resume_for)
+            resumed = start_trainer(head, run_dir, resume=True)
+            resumed_code = run_until(resumed, TimedOutput(resumed), args.resume_for)
         return {
             "exit_code": code,
             "stop_reason": stop,
-            "groups_said": [line for line in output.splitlines() if "node group" in line],
+            "groups_said": [line for _, line in output.lines if "node group" in line],
+            # seconds from the fault to the trainer's line that a group was lost, and to a group placed after it
+            "loss_said_after": output.first_after(struck, "was lost"),
+            "replacement_runs_after": output.first_after(struck, "runs on"),
             "last_pt_loads": loads,
             "resumed_exit_code": resumed_code,
             "metrics_continue": metrics_continue(run_dir),
         }
+
+
+def seconds(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def main() -> None:
@@ -138,13 +168,26 @@ def main() -> None:
     args = parser.parse_args()
     results = {fault: [one_try(fault, args) for _ in range(args.tries)] for fault in args.fault or FAULTS}
     print_table(
-        ["fault", "try", "exit", "stop reason", "last.pt loads", "resumed exit", "metrics continue", "said"],
+        [
+            "fault",
+            "try",
+            "exit",
+            "stop reason",
+            "loss said (s)",
+            "a group placed (s)",
+            "last.pt loads",
+            "resumed exit",
+            "metrics continue",
+            "said",
+        ],  # fmt: skip
         [
             [
                 fault,
                 n,
                 run["exit_code"],
                 run["stop_reason"],
+                seconds(run["loss_said_after"]),
+                seconds(run["replacement_runs_after"]),
                 run["last_pt_loads"],
                 run["resumed_exit_code"],
                 run["metrics_continue"],

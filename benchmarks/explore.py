@@ -15,13 +15,14 @@ and the Zoo has no settings for it.
 The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on,
 sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the same with the larger
 starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for all of a worker's envs, one a
-rollout for each env, one for each env held for its episode), `--no-noise` (its entropy bonus the default
+rollout for each env, one for each env held for its episode), the same with each of --kl-targets (the draws
+scaled to hold that KL from the mean policy: --noise-kl-target), `--no-noise` (its entropy bonus the default
 0.01), and `--no-noise` with a larger bonus, each of --entropy-coefs (dithering; the best of them is the tuned
 one); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stops at the task's target once
 new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
 timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range),
 the final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy
-and what the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share:
+and what the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share, noise_scale:
 docs/reference/run-directory.md).
 """
 
@@ -37,9 +38,9 @@ from solve import show
 from zoo import Suite, ours, report, sb3
 
 from a3c.config.settings import Config
-from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
+from a3c.run.metrics import NOISE_COLUMNS
 
 TASKS = {
     "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),
@@ -48,12 +49,16 @@ TASKS = {
     "MountainCar-v0": Suite(-110.0, 5, 1200.0),
 }
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
-FIGURES = ("entropy", *NOISE_EFFECTS)
+FIGURES = ("entropy", *NOISE_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
-def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], only: list[str] | None) -> dict:
+def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], kl_targets: list[float], only) -> dict:
     found = {"noise": lambda seed, suite: ours(env, seed, suite)}
+    for target in kl_targets:
+        found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: ours(
+            env, seed, suite, noise_kl_target=target
+        )
     for sigma in sigmas:
         for draw, said in DRAWS.items():
             found[f"noise, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: ours(
@@ -70,8 +75,9 @@ def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], only: 
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_task(env: str, suite: Suite, sigmas: list[float], entropy_coefs: list[float], only: list[str] | None) -> dict:
-    runs_by = contenders(env, sigmas, entropy_coefs, only)
+def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None) -> dict:
+    """`kinds`: the sigmas, entropy coefficients and KL targets of the contenders beyond the defaults."""
+    runs_by = contenders(env, kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"], only)
     results = {name: [] for name in runs_by}
     for seed in range(suite.seeds):
         for name, contender in runs_by.items():
@@ -110,25 +116,29 @@ def main() -> None:
     parser.add_argument(
         "--entropy-coefs", default="0.03,0.1", help="the entropy bonuses of the dithering contenders, comma-separated"
     )
+    parser.add_argument(
+        "--kl-targets", default="0.05,0.2", help="the --noise-kl-target of more noisy contenders, comma-separated"
+    )
     parser.add_argument("--only", action="append", metavar="CONTENDER", help='e.g. "no noise"; repeat for more')
     parser.add_argument("--out", default="explore", help="results name")
     parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
     args = parser.parse_args()
     info = environment()
-    sigmas, coefs = (
-        [float(value) for value in values.split(",") if value] for values in (args.sigmas, args.entropy_coefs)
-    )
+    kinds = {
+        name: [float(value) for value in getattr(args, name).split(",") if value]
+        for name in ("sigmas", "entropy_coefs", "kl_targets")
+    }
     tasks = {
         env: Suite(task.target, args.seeds or task.seeds, task.timeout)
         for env, task in TASKS.items()
         if env in (args.env or TASKS)
     }
     if args.at_start:
-        at_start(list(tasks), [Config().sigma_init, *sigmas])
+        at_start(list(tasks), [Config().sigma_init, *kinds["sigmas"]])
         return
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, sigmas, coefs, args.only)
+        results[env] = run_task(env, task, kinds, args.only)
         report(info, tasks, results, args.out, FIGURES)
 
 
