@@ -30,6 +30,7 @@ from torch import nn
 from a3c.config.settings import Config
 from a3c.learn.learner import ActorLearner
 from a3c.learn.optim import current_lr
+from a3c.learn.policies.numpy_policy import CONVOLUTION_CHUNK
 from a3c.learn.seeding import worker_seeds
 from a3c.nets.actor_critic import ScaleFrames, convolutions
 from a3c.parallel.processes import shared_model
@@ -94,24 +95,29 @@ def nature_convs(channels: int) -> nn.Sequential:
     )  # fmt: skip
 
 
+# name: (the convolutions for a number of channels, the frames' side, the frames stacked)
 CANDIDATES = {
-    "A3C paper, 84 x 84 (the preset)": (lambda channels: convolutions(channels, 84, "a3c", False), 84),
-    "Nature DQN, 84 x 84": (nature_convs, 84),
+    "A3C paper, 84 x 84 (the preset)": (lambda channels: convolutions(channels, 84, "a3c", False), 84, 4),
+    "A3C paper, 84 x 84, one frame": (lambda channels: convolutions(channels, 84, "a3c", False), 84, 1),
+    "Nature DQN, 84 x 84": (nature_convs, 84, 4),
     "4 x conv3 s2, 84 x 84 averaged to 42 (--convnet small)": (
         lambda channels: convolutions(channels, 84, "small", False),
         84,
+        4,
     ),
 }
 
 
 def samples_per_second(model: nn.Module, frames: torch.Tensor, bfloat16: bool, backward: bool, seconds: float) -> float:
-    """Samples/s of `model` on `frames`: forward alone, or forward plus backward; under bfloat16 autocast or not."""
+    """Samples/s of `model` on `frames`: forward alone, or forward plus backward in chunks of the trainer's
+    update (CONVOLUTION_CHUNK); under bfloat16 autocast or not."""
 
     def once():
-        with torch.set_grad_enabled(backward), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-            out = model(frames)
-        if backward:
-            out.float().sum().backward()
+        for chunk in frames.split(CONVOLUTION_CHUNK if backward else len(frames)):
+            with torch.set_grad_enabled(backward), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
+                out = model(chunk)
+            if backward:
+                out.float().sum().backward()
 
     for _ in range(3):
         once()
@@ -125,9 +131,9 @@ def samples_per_second(model: nn.Module, frames: torch.Tensor, bfloat16: bool, b
 class EncoderAndCell(nn.Module):
     """A candidate convnet, a 256-wide layer and an LSTM cell of 256 from a zero state: a step's network."""
 
-    def __init__(self, convs: nn.Sequential, side: int):
+    def __init__(self, convs: nn.Sequential, side: int, channels: int):
         super().__init__()
-        flat = convs(torch.zeros(1, 4, side, side)).shape[1]
+        flat = convs(torch.zeros(1, channels, side, side)).shape[1]
         self.encoder = nn.Sequential(ScaleFrames(), convs, nn.Linear(flat, 256), nn.ReLU())
         self.cell = nn.LSTMCell(256, 256)
 
@@ -140,11 +146,11 @@ def network_rates(seconds: float, batches: tuple[int, int]) -> list[dict]:
     backward at the update's (batches: the two sizes); float32 and bfloat16."""
     torch.set_num_threads(1)
     rows = []
-    for name, (convs_of, side) in CANDIDATES.items():
-        model = EncoderAndCell(convs_of(4), side)
+    for name, (convs_of, side, channels) in CANDIDATES.items():
+        model = EncoderAndCell(convs_of(channels), side, channels)
         params = sum(p.numel() for p in model.parameters())
         for bfloat16 in (False, True):
-            act, learn = (torch.randint(0, 256, (batch, 4, side, side), dtype=torch.uint8) for batch in batches)
+            act, learn = (torch.randint(0, 256, (batch, channels, side, side), dtype=torch.uint8) for batch in batches)
             rows.append({"network": name, "dtype": "bfloat16" if bfloat16 else "float32", "parameters": params,
                          "act": samples_per_second(model, act, bfloat16, False, seconds),
                          "learn": samples_per_second(model, learn, bfloat16, True, seconds)})  # fmt: skip
@@ -174,7 +180,10 @@ def main() -> None:
     preset = Config.for_env(ENV)
     act, learn = preset.envs_per_process, preset.envs_per_process * preset.t_max  # a worker's envs; its rollout
     networks = network_rates(args.network_seconds, (act, learn))
-    print("\nEach candidate encoder (convnet, 256 units, an LSTM cell of 256), one thread, samples/s:")
+    print(
+        f"\nEach candidate encoder (convnet, 256 units, an LSTM cell of 256), one thread, samples/s (the update's "
+        f"forward and backward in chunks of {CONVOLUTION_CHUNK}, as the trainer's):"
+    )
     print_table(
         ["network", "dtype", "parameters", f"act (batch {act}, forward)", f"learn (batch {learn}, forward + backward)"],
         [[row["network"], row["dtype"], f"{row['parameters']:,}", f"{row['act']:,.0f}", f"{row['learn']:,.0f}"]
