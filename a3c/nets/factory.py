@@ -29,13 +29,6 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
     )
 
 
-def measures_noise(config: Config, spec: EnvSpec) -> bool:
-    """Whether a learner measures what its draws do to the policy (metrics.csv's noise_kl): the numpy learner
-    on the stock network with one categorical action (a3c/learn/learner.py, `noise_effects`)."""
-    numpy_learner = config.learner != "torch" and not config.model and spec.obs_parts is None
-    return numpy_learner and not spec.continuous and spec.action_parts is None
-
-
 def build_model(config: Config, spec: EnvSpec) -> Network:
     """The network a run's Config asks for, for an env's EnvSpec: the stock one, or the user's (--model).
 
@@ -46,11 +39,6 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         raise ConfigError(
             "--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
             "trains with --learner auto or torch"
-        )
-    if config.noise_kl_target and not measures_noise(config, spec):
-        raise ConfigError(
-            "--noise-kl-target needs the numpy learner's measure of the draws: the stock network, one discrete "
-            "action, and flat observations or frames"
         )
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))

@@ -20,9 +20,12 @@ from a3c.backends import connect_backend, make_backend
 from a3c.backends.base import Backend
 from a3c.config.settings import Config, config_for_resume
 from a3c.envs.make import env_spec
+from a3c.envs.spec import EnvSpec
 from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
 from a3c.learn.checkpoint import check_spaces, checkpoint_payload, load_checkpoint, save_checkpoint
+from a3c.learn.distributions import Categorical, distribution
 from a3c.learn.optim import SharedOptimizer, budget_used, current_lr
+from a3c.learn.policies import numpy_covers
 from a3c.nets.actor_critic import Network
 from a3c.nets.precision import Convolutions, describe_precision
 from a3c.parallel.counter import StepCounter
@@ -95,6 +98,7 @@ def new_run(config: Config) -> RunSetup:
     config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
     warnings = check_machine(config, spec, Path(config.run_dir))  # before the network is built: it may not fit
     model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
+    check_noise_target(config, model, spec)
     check_video(config)
     require_tracker(config.track)
     ray_cluster = connect_backend(config)
@@ -102,6 +106,19 @@ def new_run(config: Config) -> RunSetup:
     return RunSetup(
         config, run_dir, RunLock(run_dir), model, optimizer, ray_cluster=ray_cluster, warnings=tuple(warnings)
     )
+
+
+def check_noise_target(config: Config, model: Network, spec: EnvSpec) -> None:
+    """--noise-kl-target adapts the draws to what the learner measures of them (ActorLearner.noise_effects):
+    only the numpy learner, on the stock network, with one categorical action, measures it."""
+    if not config.noise_kl_target:
+        return
+    numpy_learner = config.learner != "torch" and numpy_covers(model)
+    if not (numpy_learner and isinstance(distribution(spec), Categorical)):
+        raise ConfigError(
+            "--noise-kl-target needs the numpy learner's measure of the draws: the stock network, one discrete "
+            "action, and flat observations or frames"
+        )
 
 
 def check_video(config: Config) -> None:
@@ -150,6 +167,7 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
     check_spaces(payload, spec, config.env)
     warnings = check_machine(config, spec, run_dir)
     model, optimizer = shared_model(config, spec)
+    check_noise_target(config, model, spec)
     check_video(config)
     require_tracker(config.track)
     try:
