@@ -263,8 +263,13 @@ class RayBackend(Backend):
             index = self.runs.pop(ref)
             outcome = self._outcome(index, ref)
             if outcome == GLOBAL_LOST:
-                self._global_lost(f"node group {index} could not reach it")
-                return self.failed
+                # the trainer asks the global model itself: where it answers, only the group's link to it broke
+                self._mirror()
+                if self.failed is not None:
+                    return self.failed
+                self.ray.kill(self.groups[index])  # idle since its run() ended; its CPUs go to the new group
+                self.placed.discard(index)
+                outcome = "it could not reach the global model, which answers the trainer"
             if outcome == "worker_failed":
                 return outcome
             if outcome not in (STOPPED, "max_steps") and self.restart_group(index, outcome) is not None:
