@@ -110,6 +110,12 @@ TRAIN_OPTIONS = [
         type=click.Choice(["a3c", "small"]),
     ),
     option(
+        "--frames",
+        "Atari: how many of the four stacked frames the convnet reads, the newest (0: all; 1: the LSTM carries "
+        "the motion)",
+        type=int,
+    ),
+    option(
         "--center-values",
         "on: the value head learns the return less the running mean of the value "
         "targets; auto: on where the value head reads the LSTM's output (--critic shared)",

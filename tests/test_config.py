@@ -33,6 +33,12 @@ def test_bad_values_name_the_option(field, value, option):
         Config(**{field: value})
 
 
+@pytest.mark.parametrize("env, frames", [("CartPole-v1", 1), ("MinAtar/Breakout-v1", 1), ("ALE/Pong-v5", 5)])
+def test_frames_are_for_atari_and_at_most_its_stack(env, frames):
+    with pytest.raises(ConfigError, match="--frames"):
+        Config(env=env, frames=frames)
+
+
 def test_good_edge_values_are_accepted():
     Config(gamma=1.0, gae_lambda=0.0, eval_episodes=0, target_return=None, entropy_coef=0.0)
     Config(target_return=200.0, optimizer="rmsprop", start_method="fork")

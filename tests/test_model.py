@@ -231,6 +231,20 @@ def test_centred_frames_are_each_frame_less_its_own_mean():
     assert centred.mean(dim=(-2, -1)).abs().max() < 1e-6 and frames.dtype == torch.uint8  # the input untouched
 
 
+def test_one_frame_reads_the_newest_of_the_stack_and_nothing_older():
+    torch.manual_seed(0)
+    model = ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(256,), frames=1))
+    frames = pong_like_frames(8, torch.Generator().manual_seed(2))
+    older_changed, newest_changed = frames.clone(), frames.clone()
+    older_changed[:, :3] = 255 - older_changed[:, :3]
+    newest_changed[:, 3] = 255 - newest_changed[:, 3]
+    with torch.no_grad():
+        features = model.encoder(frames)
+        assert torch.equal(model.encoder(older_changed), features)
+        assert not torch.allclose(model.encoder(newest_changed), features)
+    assert model.encoder[1][0].in_channels == 1
+
+
 def test_the_small_convnet_sees_atari_frames_as_frames_resized_to_42_by_area():
     torch.manual_seed(0)
     model = ActorCritic((4, 84, 84), 6, StockOptions(hidden_sizes=(256,), convnet="small"))

@@ -33,6 +33,7 @@ SHAPES = {  # id: (obs_shape, StockOptions fields)
     "frames-lstm-bfloat16": ((2, 36, 36), {"bfloat16": True}),  # the convolutions under autocast
     "small-frames-bfloat16": ((3, 10, 10), {"core": "none", "bfloat16": True}),
     "frames-lstm-centred": ((2, 36, 36), {"center_frames": True}),
+    "frames-lstm-newest": ((3, 36, 36), {"frames": 1}),  # the convnet reads the last of the stack
     "frames-small-convnet": ((2, 64, 64), {"convnet": "small"}),  # averaged to 32 x 32, four convolutions
     "frames-small-convnet-unpooled": ((2, 36, 36), {"convnet": "small", "bfloat16": True}),
 }

@@ -10,6 +10,7 @@ from typing import Any, Union
 
 from a3c.config.options import option_name
 from a3c.config.presets import preset_for
+from a3c.envs.families import ATARI_FRAME_STACK, is_atari
 from a3c.errors import ConfigError
 
 MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
@@ -56,6 +57,9 @@ class Config:
     # the frames encoder's convolutions: a3c, the A3C paper's on 84 x 84 frames; small, four 3x3 stride-2
     # convolutions on frames averaged to 42 x 42 (docs/design/choices.md, "The small convnet")
     convnet: str = "a3c"
+    # Atari: how many of the stacked frames the convnet reads, the newest (0: all four); 1 as the references'
+    # LSTM agents read, the LSTM carrying the motion (docs/design/choices.md, "One frame")
+    frames: int = 0
     # on: the value head learns the return less the running mean of the value targets (shared by the
     # workers). auto: on for the LSTM, whose tanh-bounded state must otherwise reach returns of -10 and
     # more (on Acrobot, Adam saturated it instead), off for feed-forward networks, which reach
@@ -240,6 +244,8 @@ def network_rules(config: Config) -> list[Rule]:
         ("learner", config.learner in ("auto", "numpy", "torch"), "one of auto, numpy, torch"),
         ("precision", config.precision in ("auto", "float32", "bfloat16"), "one of auto, float32, bfloat16"),
         ("convnet", config.convnet in ("a3c", "small"), "one of a3c, small"),
+        ("frames", 0 <= config.frames <= ATARI_FRAME_STACK, f"in [0, {ATARI_FRAME_STACK}] (0: every stacked frame)"),
+        ("frames", not config.frames or is_atari(config.env), "0 but for Atari, whose frames are a stack in time"),
         (
             "learner",
             not (config.learner == "numpy" and config.model),
@@ -345,6 +351,7 @@ STRUCTURAL_FIELDS = (
     "normalize_obs",
     "center_frames",
     "convnet",
+    "frames",
     "center_values",
     "critic",
 )

@@ -4,6 +4,9 @@ A leaf without imports: the presets and the env makers both ask it, and neither 
 """
 
 
+ATARI_FRAME_STACK = 4  # Atari's preprocessing hands the network this many frames, the newest last
+
+
 def is_atari(env_id: str) -> bool:
     return env_id.startswith("ALE/")
 

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from a3c.envs.deep_sea import register_deep_sea
-from a3c.envs.families import is_atari, is_minatar
+from a3c.envs.families import ATARI_FRAME_STACK, is_atari, is_minatar
 from a3c.envs.masks import ActionMaskInObservation, with_action_mask, with_action_mask_moved
 from a3c.envs.parts import FlatObservation, with_flat_observation
 from a3c.envs.spec import EnvSpec
@@ -37,7 +37,7 @@ def make_atari(env_id: str, training: bool, render_mode: Optional[str] = None) -
     env = gym.wrappers.AtariPreprocessing(
         env, noop_max=NOOP_MAX, frame_skip=4, screen_size=84, terminal_on_life_loss=training, grayscale_obs=True
     )
-    return gym.wrappers.FrameStackObservation(env, 4, padding_type="zero")  # as ALE's vector env pads
+    return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")  # as ALE's vector env pads
 
 
 def make_atari_vector(env_id: str, size: int, training: bool):
@@ -57,6 +57,7 @@ def make_atari_vector(env_id: str, size: int, training: bool):
         full_action_space=version.get("full_action_space", False),
         max_num_frames_per_episode=version.get("max_num_frames_per_episode", 108_000),
         noop_max=NOOP_MAX,
+        stack_num=ATARI_FRAME_STACK,
         episodic_life=training,
         reward_clipping=False,
         use_fire_reset=False,

@@ -80,13 +80,16 @@ class NoisyLinear(nn.Module):
 class ScaleFrames(nn.Module):
     """uint8 pixels travel and are stored as bytes; the network sees floats in [0, 1], or with `center` each
     frame less its own mean: a bright background's level, which drowned Pong's ball in the first
-    convolution's sums, removed (docs/design/choices.md, "Centred frames")."""
+    convolution's sums, removed (docs/design/choices.md, "Centred frames"). With `newest` only the last
+    `newest` of the stacked frames go on (0: all)."""
 
-    def __init__(self, center: bool = False):
+    def __init__(self, center: bool = False, newest: int = 0):
         super().__init__()
-        self.center = center
+        self.center, self.newest = center, newest
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        if self.newest:
+            frames = frames[..., -self.newest :, :, :]
         scaled = frames.to(torch.float32, copy=True).mul_(1.0 / 255.0)  # in place on the copy: one pass fewer
         if self.center:
             scaled -= scaled.mean(dim=(-2, -1), keepdim=True)
@@ -132,16 +135,18 @@ def encoder(
     bfloat16: bool = False,
     center_frames: bool = False,
     convnet: str = "a3c",
+    frames: int = 0,
 ) -> nn.Sequential:
     """An MLP for a flat observation; for frames [C, H, W] (uint8) `convolutions` first, cheap on a CPU; its
     convolutions in bfloat16 with `bfloat16` (a3c/nets/precision.py), each frame centred with `center_frames`
-    (ScaleFrames)."""
+    and only the newest `frames` of C read where it is not 0 (ScaleFrames)."""
     if len(obs_shape) == 1:
         return nn.Sequential(*mlp(obs_shape[0], hidden_sizes))
     channels, height, width = obs_shape
-    convs = convolutions(channels, min(height, width), convnet, bfloat16)
+    read_shape = (frames or channels, height, width)
+    convs = convolutions(read_shape[0], min(height, width), convnet, bfloat16)
     frames_encoder = nn.Sequential(
-        ScaleFrames(center_frames), convs, *mlp(flat_size(convs, obs_shape), hidden_sizes)
+        ScaleFrames(center_frames, frames), convs, *mlp(flat_size(convs, read_shape), hidden_sizes)
     )  # keys as in 0.1
     preserve_signal(frames_encoder)
     return frames_encoder
@@ -272,6 +277,7 @@ class StockOptions:
     bfloat16: bool = False  # the frames encoder's convolutions under bfloat16 autocast
     center_frames: bool = False  # each frame less its own mean pixel
     convnet: str = "a3c"  # the frames encoder's convolutions: "a3c" or "small" (`convolutions`)
+    frames: int = 0  # the newest this many of the stacked frames the convnet reads (0: all)
 
 
 class ActorCritic(Network):
@@ -299,7 +305,9 @@ class ActorCritic(Network):
         hidden_sizes = tuple(options.hidden_sizes)
         self.hidden_size = hidden_sizes[-1]
         make_encoder = own_encoder or (
-            lambda: encoder(obs_shape, hidden_sizes, options.bfloat16, options.center_frames, options.convnet)
+            lambda: encoder(
+                obs_shape, hidden_sizes, options.bfloat16, options.center_frames, options.convnet, options.frames
+            )
         )
         self.encoder = make_encoder()
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size) if options.core == "lstm" else None

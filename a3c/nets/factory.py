@@ -26,6 +26,7 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
         bfloat16=resolved_precision(config.precision) == "bfloat16",
         center_frames=config.center_frames,
         convnet=config.convnet,
+        frames=config.frames,
     )
 
 
