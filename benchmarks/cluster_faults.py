@@ -165,6 +165,7 @@ def main() -> None:
     parser.add_argument("--restore-after", type=float, default=60.0, help="seconds a cut link stays down")
     parser.add_argument("--watch", type=float, default=120.0, help="seconds after the fault before SIGINT")
     parser.add_argument("--resume-for", type=float, default=30.0, help="seconds of the resumed run")
+    parser.add_argument("--out", default="cluster-faults", help="the results file's name under benchmarks/results/")
     args = parser.parse_args()
     results = {fault: [one_try(fault, args) for _ in range(args.tries)] for fault in args.fault or FAULTS}
     print_table(
@@ -197,7 +198,7 @@ def main() -> None:
             for n, run in enumerate(runs)
         ],
     )
-    save_json("cluster-faults", {**environment(), "args": vars(args), "results": results})
+    save_json(args.out, {**environment(), "args": vars(args), "results": results})
 
 
 if __name__ == "__main__":
