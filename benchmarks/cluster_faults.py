@@ -11,8 +11,9 @@ a --placement-timeout of 30 s. --fault-at seconds after its first metrics row on
 - "head host lost": every process of the head's host, the trainer's included, is SIGKILLed.
 The run is left --watch seconds to answer (a stop of its own, or SIGINT then), and then resumed on a
 new cluster for --resume-for seconds. Reported per try: the first run's exit code and stop reason (none
-where it was killed), the seconds from the fault to the console's line that a group was lost and to its
-line that a group runs (a replacement placed), the console's lines about node groups, whether last.pt
+where it was killed), the seconds from the fault to the console's line that a group was lost, to its
+line that a group runs (a replacement placed) and to a group's line that it rejoined from the global
+weights, the console's lines about node groups, whether last.pt
 loaded, and whether the resumed metrics.csv's env steps rise without a repeated or missing row.
 """
 
@@ -147,6 +148,8 @@ def one_try(fault: str, args: argparse.Namespace) -> dict:
             # seconds from the fault to the trainer's line that a group was lost, and to a group placed after it
             "loss_said_after": output.first_after(struck, "was lost"),
             "replacement_runs_after": output.first_after(struck, "runs on"),
+            # and to a group's line that it rejoined from the global weights on the CPUs it holds
+            "rejoined_after": output.first_after(struck, "taking the global weights again"),
             "last_pt_loads": loads,
             "resumed_exit_code": resumed_code,
             "metrics_continue": metrics_continue(run_dir),
@@ -176,6 +179,7 @@ def main() -> None:
             "stop reason",
             "loss said (s)",
             "a group placed (s)",
+            "rejoined (s)",
             "last.pt loads",
             "resumed exit",
             "metrics continue",
@@ -189,6 +193,7 @@ def main() -> None:
                 run["stop_reason"],
                 seconds(run["loss_said_after"]),
                 seconds(run["replacement_runs_after"]),
+                seconds(run.get("rejoined_after")),
                 run["last_pt_loads"],
                 run["resumed_exit_code"],
                 run["metrics_continue"],

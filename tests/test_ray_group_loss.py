@@ -1,17 +1,23 @@
-"""What the Ray backend's trainer does when a node group reports that it could not reach the global model.
+"""What a node group and the trainer do when a group cannot reach the global model.
 
 A worker host whose own link breaks loses its path to the global model while the head, the trainer and
-the other groups are well; only the trainer can tell the two apart, by asking the global model itself.
-Ray is faked here (its calls are what the trainer's check makes), so these run without it; the real
-link cut is benchmarks/cluster_faults.py's.
+the other groups are well. The group first rejoins from the global weights where a read of them
+answers; where it does not, its run ends, and only the trainer can tell the two cases apart, by asking
+the global model itself. Ray's calls are faked here (the group's tests use Ray's exception types); the
+real link cut is benchmarks/cluster_faults.py's.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from types import SimpleNamespace
 
-from a3c.backends.node_group import GLOBAL_LOST, STOPPED
+import numpy as np
+import pytest
+import torch
+
+from a3c.backends.node_group import GLOBAL_LOST, STOPPED, NodeGroup, Outbox
 from a3c.backends.ray import RayBackend
+from a3c.backends.sync import SyncedState
 
 
 class FakeRay:
@@ -117,3 +123,62 @@ def test_a_group_that_stopped_is_neither_replaced_nor_a_loss():
     backend, ray = backend_after(STOPPED, global_answers=False)
     assert backend._check_groups() is None
     assert backend.children.restarts == [] and backend.failed is None
+
+
+class Counter:
+    def __init__(self, own: int):
+        self.own_steps, self.elsewhere = own, None
+
+    def own(self) -> int:
+        return self.own_steps
+
+    def set_elsewhere(self, steps: int) -> None:
+        self.elsewhere = steps
+
+
+class CutOffGlobalModel:
+    """Its exchanges get no answer; its reads answer `weights` and `env_steps`, or time out too."""
+
+    def __init__(self, ray, weights: torch.Tensor, env_steps: int, reads_answer: bool):
+        self.ray, self.weights, self.env_steps, self.reads_answer = ray, weights, env_steps, reads_answer
+
+    def exchange(self, deltas, env_steps):
+        raise self.ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+
+    def read(self):
+        if not self.reads_answer:
+            raise self.ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+        return [self.weights.numpy()], self.env_steps
+
+
+def group_cut_off(reads_answer: bool) -> tuple[NodeGroup, torch.Tensor]:
+    """Group 1, whose workers moved its weights from the global ones it last took, at 3,000 own env steps
+    of which it reported 2,000; the global model's weights moved on too, to 5,000 env steps in all."""
+    ray = pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
+    group = NodeGroup.__new__(NodeGroup)  # none of __init__'s workers and shared memory
+    anchor = torch.zeros(4)
+    group.synced = SyncedState(anchor + 1.0, [])
+    group.anchor = [anchor]
+    group.shared = SimpleNamespace(env_steps=Counter(own=3000), optimizer=SimpleNamespace(step_count=lambda: 120))
+    group.outbox = Outbox(1, first_rank=1)
+    group.reported_steps, group.synced_at, group.syncs, group.sync_seconds = 2000, 100, 3, 0.1
+    global_weights = torch.full((4,), 0.5)
+    group.global_model = CutOffGlobalModel(ray, global_weights, 5000, reads_answer)
+    return group, global_weights
+
+
+def test_a_group_whose_exchange_gets_no_answer_rejoins_from_the_global_weights_and_trains_on():
+    group, global_weights = group_cut_off(reads_answer=True)
+    group._sync_or_rejoin()
+    assert torch.equal(group.synced.weights, global_weights)  # its updates since the last exchange dropped
+    assert torch.equal(group.anchor[0], global_weights)
+    # the run's count: the global 5,000 and the 1,000 steps this group has not reported yet
+    assert group.shared.env_steps.elsewhere + group.shared.env_steps.own() == 6000
+    [notice] = group.outbox.drain()
+    assert notice.line.startswith("node group 1: its exchange with the global model got no answer")
+
+
+def test_a_group_that_cannot_read_the_global_model_either_ends_its_run():
+    group, _ = group_cut_off(reads_answer=False)
+    with pytest.raises(TimeoutError):  # run() returns GLOBAL_LOST on it, and the trainer decides
+        group._sync_or_rejoin()

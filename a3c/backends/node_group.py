@@ -28,6 +28,7 @@ from a3c.backends.local import LocalBackend
 from a3c.backends.sync import SyncedState, sync_round
 from a3c.config.settings import Config
 from a3c.envs.make import env_spec
+from a3c.errors import first_line
 from a3c.parallel.counter import StepCounter
 from a3c.parallel.messages import Failure, Notice, Update
 from a3c.parallel.processes import Heartbeats, Shared, StopFlag, one_thread, shared_model, start_method, worker_turns
@@ -124,22 +125,41 @@ class NodeGroup:
         return outcome
 
     def _take_global_weights(self) -> None:
+        """The global values replace the group's; its updates since its last exchange are dropped."""
         values, env_steps = self.global_model.read()
         self.anchor = [read_only_tensor(value) for value in values]
         self.synced.assign(self.anchor)
-        self.shared.env_steps.set_elsewhere(env_steps)
+        self.shared.env_steps.set_elsewhere(env_steps - self.reported_steps)
 
     def _train(self) -> str:
         while True:
             self.backend.receive(self.outbox.handle, timeout=0.05)
             if self.shared.optimizer.step_count() - self.synced_at >= self.config.sync_interval:
-                self._sync()
+                self._sync_or_rejoin()
             if self.stop_requested.is_set():
                 return STOPPED
             if self.shared.stop.is_set():  # the run's env steps, as this group last heard them, reached --max-steps
                 return "max_steps"
             if (failed := self.backend.check()) is not None:
                 return failed
+
+    def _sync_or_rejoin(self) -> None:
+        """An exchange that got no answer (this node's link down for a while) is given up and the group
+        rejoins from the global weights, losing its updates since its last exchange, as a replacement
+        would but on the CPUs it holds; where the global model does not answer that read either, run()
+        ends (GLOBAL_LOST) and the trainer decides. An exchange given up may still land late: its delta
+        and env steps then count (the steps twice)."""
+        import ray
+
+        try:
+            self._sync()
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError) as error:
+            self.outbox.message(
+                f"its exchange with the global model got no answer ({first_line(error)}); "
+                "taking the global weights again",
+                error=True,
+            )
+            self._take_global_weights()
 
     def _sync(self) -> None:
         started = time.monotonic()

@@ -3,7 +3,6 @@
 A leaf without imports: the presets and the env makers both ask it, and neither needs the other.
 """
 
-
 ATARI_FRAME_STACK = 4  # Atari's preprocessing hands the network this many frames, the newest last
 
 
