@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 
@@ -49,14 +48,20 @@ class FakeRay:
         self.killed.append(actor)
 
 
-class GlobalModel:
-    def __init__(self, answers: bool):
-        self.answers = answers
+class CutOffGlobalModel:
+    """Its exchanges get no answer; its reads answer `weights` and `env_steps`, or time out too
+    (`exceptions`: Ray's, or FakeRay's)."""
+
+    def __init__(self, exceptions, weights: torch.Tensor, env_steps: int, reads_answer: bool):
+        self.exceptions, self.weights, self.env_steps, self.reads_answer = exceptions, weights, env_steps, reads_answer
+
+    def exchange(self, deltas, env_steps):
+        raise self.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
 
     def read(self):
-        if not self.answers:
-            raise FakeRay.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
-        return [np.zeros(3, dtype=np.float32)], 1000
+        if not self.reads_answer:
+            raise self.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+        return [self.weights.numpy()], self.env_steps
 
 
 class Mirror:
@@ -93,7 +98,7 @@ def backend_after(outcome: str, global_answers: bool) -> tuple[RayBackend, FakeR
     backend.groups = {0: "actor 0", 1: "actor 1"}
     backend.runs = {"run of group 0 (still running)": 0, "run of group 1": 1}
     backend.placed = {0, 1}
-    backend.global_model = GlobalModel(global_answers)
+    backend.global_model = CutOffGlobalModel(FakeRay.exceptions, torch.zeros(3), 1000, global_answers)
     backend.mirror, backend.console, backend.children = Mirror(), Console(), Children()
     backend.group_restarts = {0: 0, 1: 0}
     backend.failed = None
@@ -136,21 +141,6 @@ class Counter:
         self.elsewhere = steps
 
 
-class CutOffGlobalModel:
-    """Its exchanges get no answer; its reads answer `weights` and `env_steps`, or time out too."""
-
-    def __init__(self, ray, weights: torch.Tensor, env_steps: int, reads_answer: bool):
-        self.ray, self.weights, self.env_steps, self.reads_answer = ray, weights, env_steps, reads_answer
-
-    def exchange(self, deltas, env_steps):
-        raise self.ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
-
-    def read(self):
-        if not self.reads_answer:
-            raise self.ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
-        return [self.weights.numpy()], self.env_steps
-
-
 def group_cut_off(reads_answer: bool) -> tuple[NodeGroup, torch.Tensor]:
     """Group 1, whose workers moved its weights from the global ones it last took, at 3,000 own env steps
     of which it reported 2,000; the global model's weights moved on too, to 5,000 env steps in all."""
@@ -163,7 +153,7 @@ def group_cut_off(reads_answer: bool) -> tuple[NodeGroup, torch.Tensor]:
     group.outbox = Outbox(1, first_rank=1)
     group.reported_steps, group.synced_at, group.syncs, group.sync_seconds = 2000, 100, 3, 0.1
     global_weights = torch.full((4,), 0.5)
-    group.global_model = CutOffGlobalModel(ray, global_weights, 5000, reads_answer)
+    group.global_model = CutOffGlobalModel(ray.exceptions, global_weights, 5000, reads_answer)
     return group, global_weights
 
 
