@@ -88,6 +88,12 @@ TRAIN_OPTIONS = [
         type=float,
     ),
     option(
+        "--novelty-coef",
+        "weight of a bonus reward for reaching observations a random network's trained predictor gets wrong "
+        "(random network distillation: flat observations; 0: none)",
+        type=float,
+    ),
+    option(
         "--model",
         "module:function returning your own torch network instead of the stock one (docs/guides/own-network.md)",
     ),

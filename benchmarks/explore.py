@@ -18,12 +18,13 @@ starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for
 rollout for each env, one for each env held for its episode), the same with each of --kl-targets (the draws
 scaled to hold that KL from the mean policy: --noise-kl-target), `--no-noise` (its entropy bonus the default
 0.01), and `--no-noise` with a larger bonus, each of --entropy-coefs (dithering; the best of them is the tuned
-one); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stops at the task's target once
+one), and the defaults with a novelty bonus of each of --novelty-coefs (random network distillation:
+--novelty-coef); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stops at the task's target once
 new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
 timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range),
 the final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy
 and what the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share, noise_scale:
-docs/reference/run-directory.md).
+docs/reference/run-directory.md), and the novelty's error where a contender has its bonus.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from zoo import Suite, ours, report, sb3
 from a3c.config.settings import Config
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
-from a3c.run.metrics import NOISE_COLUMNS
+from a3c.run.metrics import EXPLORATION_COLUMNS
 
 TASKS = {
     "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),
@@ -49,12 +50,16 @@ TASKS = {
     "MountainCar-v0": Suite(-110.0, 5, 1200.0),
 }
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
-FIGURES = ("entropy", *NOISE_COLUMNS)
+FIGURES = ("entropy", *EXPLORATION_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
-def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], kl_targets: list[float], only) -> dict:
+def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
+    """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults."""
+    sigmas, entropy_coefs, kl_targets = kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"]
     found = {"noise": lambda seed, suite: ours(env, seed, suite)}
+    for coef in kinds["novelty_coefs"]:
+        found[f"noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: ours(env, seed, suite, novelty_coef=coef)
     for target in kl_targets:
         found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: ours(
             env, seed, suite, noise_kl_target=target
@@ -76,8 +81,7 @@ def contenders(env: str, sigmas: list[float], entropy_coefs: list[float], kl_tar
 
 
 def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None) -> dict:
-    """`kinds`: the sigmas, entropy coefficients and KL targets of the contenders beyond the defaults."""
-    runs_by = contenders(env, kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"], only)
+    runs_by = contenders(env, kinds, only)
     results = {name: [] for name in runs_by}
     for seed in range(suite.seeds):
         for name, contender in runs_by.items():
@@ -119,6 +123,11 @@ def main() -> None:
     parser.add_argument(
         "--kl-targets", default="0.05,0.2", help="the --noise-kl-target of more noisy contenders, comma-separated"
     )
+    parser.add_argument(
+        "--novelty-coefs",
+        default="0.01,0.1",
+        help="the --novelty-coef of contenders with a novelty bonus (random network distillation), comma-separated",
+    )
     parser.add_argument("--only", action="append", metavar="CONTENDER", help='e.g. "no noise"; repeat for more')
     parser.add_argument("--out", default="explore", help="results name")
     parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
@@ -126,7 +135,7 @@ def main() -> None:
     info = environment()
     kinds = {
         name: [float(value) for value in getattr(args, name).split(",") if value]
-        for name in ("sigmas", "entropy_coefs", "kl_targets")
+        for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
     }
     tasks = {
         env: Suite(task.target, args.seeds or task.seeds, task.timeout)

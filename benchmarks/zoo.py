@@ -28,7 +28,7 @@ from common import environment, print_table, read_summary, run_rows, run_sb3, ru
 from solve import show, show_spread, spread
 
 from a3c.config.presets import preset_for
-from a3c.run.metrics import NOISE_COLUMNS
+from a3c.run.metrics import EXPLORATION_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
         "env_steps": summary["solved_env_steps"],
         "final_eval": summary["last_eval_return"],
         "curve": curve,
-        **{name: median_of(rows, name) for name in ("entropy", *NOISE_COLUMNS)},
+        **{name: median_of(rows, name) for name in ("entropy", *EXPLORATION_COLUMNS)},
     }
 
 

@@ -37,6 +37,9 @@ class Config:
     # the mean KL (nats) a draw should move the policy by: each worker scales its draws to hold it
     # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
     noise_kl_target: float = 0.0
+    # the weight of a bonus reward for observations the novelty's networks predict badly (random network
+    # distillation, a3c/nets/novelty.py), each worker's bonus divided by its running spread; 0: none
+    novelty_coef: float = 0.0
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -255,6 +258,7 @@ def network_rules(config: Config) -> list[Rule]:
         ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
         ("noise_kl_target", config.noise_kl_target >= 0, ">= 0 (0: the draws as sigma makes them)"),
         ("noise_kl_target", not (config.noise_kl_target and not config.noise), "0 with --no-noise: nothing to scale"),
+        ("novelty_coef", config.novelty_coef >= 0, ">= 0 (0: no novelty bonus)"),
     ]
 
 
@@ -352,6 +356,7 @@ STRUCTURAL_FIELDS = (
     "center_frames",
     "convnet",
     "frames",
+    "novelty_coef",
     "center_values",
     "critic",
 )

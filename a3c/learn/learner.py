@@ -15,6 +15,7 @@ from a3c.config.settings import Config
 from a3c.envs.batch import StepResult, make_env_batch
 from a3c.learn.distributions import Categorical, distribution, mask_logits, noise_effects
 from a3c.learn.noise_scale import adapted_noise_scale
+from a3c.learn.novelty import NoveltyBonus, arrivals
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
 from a3c.learn.returns import (
@@ -55,6 +56,7 @@ class RolloutReport:
     noise_consistency: float = math.nan
     noise_share: float = math.nan
     noise_scale: float = math.nan  # what the draw's epsilon was multiplied by (--noise-kl-target adapts it)
+    novelty: float = math.nan  # --novelty-coef: the novelty's networks' mean error on where the rollout went
 
 
 class NetOutputs(NamedTuple):
@@ -124,6 +126,7 @@ class ActorLearner:
         self.noise_rows = None if config.noise_draw == "worker" else len(self.envs)
         self.episode_ended = torch.ones(len(self.envs), dtype=torch.bool)  # the envs a held draw is due for
         self.noise_scale = 1.0  # the next draws' epsilon times this; --noise-kl-target adapts it
+        self.novelty = None if self.model.novelty is None else NoveltyBonus(config.novelty_coef)
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -149,6 +152,7 @@ class ActorLearner:
         played = self.play_rollout()
         update_started = time.perf_counter()
         config, steps = self.config, played.steps
+        novelty = self.add_novelty_bonus(steps)
         estimates = self.estimates(steps, played.outputs)
         advantages = gae_advantages(
             estimates.rewards, estimates.values, steps.dones, estimates.bootstrap, config.gamma, config.gae_lambda
@@ -174,7 +178,16 @@ class ActorLearner:
             finished_returns=played.finished_returns,
             finished_lengths=played.finished_lengths,
             rollout_seconds=update_started - started,
+            novelty=novelty,
         )
+
+    def add_novelty_bonus(self, steps: Rollout) -> float:
+        """With --novelty-coef, the novelty bonus added to the rollout's rewards (a replay reuses it); returns
+        the mean error it came from, NaN without."""
+        if self.novelty is None:
+            return math.nan
+        arrived = arrivals(steps.observations, steps.next_obs)
+        return self.novelty.add_to(self.model, steps.rewards, arrived, steps.restarted, steps.valid)
 
     def measured_noise(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
         """What the rollout's draws did to the policy and the scale they were drawn at; with --noise-kl-target,
@@ -354,7 +367,8 @@ class ActorLearner:
         """A rollout's loss backpropagated into the flat gradient, and the update's report: `report` holds
         its fields that depend on the kind of rollout, `since` is when the update began."""
         loss, d_loss = loss
-        grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted)
+        visited = None if report.get("replayed") or self.novelty is None else steps.observations[steps.valid]
+        grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted, visited)
         return self.flat_grad, RolloutReport(
             policy_loss=loss.policy,
             value_loss=loss.value,
@@ -365,15 +379,23 @@ class ActorLearner:
         )
 
     def backpropagate(
-        self, heads: np.ndarray, actions: np.ndarray, d_loss: LossGradient, restarted: np.ndarray
+        self,
+        heads: np.ndarray,
+        actions: np.ndarray,
+        d_loss: LossGradient,
+        restarted: np.ndarray,
+        visited: Optional[np.ndarray] = None,
     ) -> float:
-        """The loss's gradient into the flat gradient, through the distribution and the network; clipped.
-        Returns the norm before clipping."""
+        """The loss's gradient into the flat gradient, through the distribution and the network, and the
+        novelty predictor's on the `visited` observations where given (a new rollout's: a replay's would
+        count its visits twice); clipped. Returns the norm before clipping."""
         d_heads, d_log_std = self.distribution.backward(
             heads, self.policy.log_std, actions, d_loss.log_probs, d_loss.entropies
         )
         self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
+        if visited is not None:
+            self.novelty.backward(self.model, visited)
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
 
 

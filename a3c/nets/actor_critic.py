@@ -230,6 +230,7 @@ class Network(nn.Module):
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
         self.value_stats = RunningNorm(()) if center_values else None
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
+        self.novelty: Optional[nn.Module] = None  # --novelty-coef's networks (a3c/nets/novelty.py), set by the factory
 
     def initial_state(self, batch_size: int) -> State:
         return ()

@@ -24,8 +24,9 @@ from a3c.learn.distributions import NOISE_EFFECTS
 from a3c.parallel.messages import Evaluation, Failure, Update
 from a3c.run.console import Console
 
-# what the rollouts' NoisyNet draws did to the policy, beside the entropy, and what their epsilon was scaled by
-NOISE_COLUMNS = [*NOISE_EFFECTS, "noise_scale"]
+# what the rollouts' NoisyNet draws did to the policy, beside the entropy, what their epsilon was scaled by, and
+# the novelty's error on where they went (--novelty-coef)
+EXPLORATION_COLUMNS = [*NOISE_EFFECTS, "noise_scale", "novelty"]
 TRAIN_COLUMNS = [
     "env_steps",
     "wall_seconds",
@@ -36,7 +37,7 @@ TRAIN_COLUMNS = [
     "policy_loss",
     "value_loss",
     "entropy",
-    *NOISE_COLUMNS,
+    *EXPLORATION_COLUMNS,
     "grad_norm",
     "lr",
     "steps_per_second",
@@ -56,7 +57,7 @@ PENDING = (
     "policy",
     "value",
     "entropy",
-    *NOISE_COLUMNS,
+    *EXPLORATION_COLUMNS,
     "grad_norm",
     "rollout",
     "update",
@@ -245,7 +246,7 @@ class MetricsWriter:
         pending["update"].append(report.update_seconds * 1000)
         if not report.replayed:
             pending["rollout"].append(report.rollout_seconds * 1000)
-            for name in NOISE_COLUMNS:
+            for name in EXPLORATION_COLUMNS:
                 pending[name].append(getattr(report, name))
         if report.applied:
             pending["policy"].append(report.policy_loss)
@@ -271,7 +272,7 @@ class MetricsWriter:
             "policy_loss": mean_or_nan(pending["policy"]),
             "value_loss": mean_or_nan(pending["value"]),
             "entropy": mean_or_nan(pending["entropy"]),
-            **{name: mean_or_nan(pending[name]) for name in NOISE_COLUMNS},
+            **{name: mean_or_nan(pending[name]) for name in EXPLORATION_COLUMNS},
             "grad_norm": mean_or_nan(pending["grad_norm"]),
             "lr": self.settings.lr_at(self.env_steps, self.elapsed(now)),
             "steps_per_second": (self.env_steps - steps0) / max(now - time0, 1e-9),

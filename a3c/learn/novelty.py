@@ -1,0 +1,58 @@
+"""The novelty bonus of --novelty-coef: a reward for reaching observations the novelty's networks predict
+badly (a3c/nets/novelty.py), and the predictor's training on the observations a rollout visited.
+
+Each worker divides its errors by their running root mean square (random network distillation divides
+by a running spread), so the coefficient means the same whatever the observations' scale: a bonus of
+about coef a step where the errors are as large as they have been, less where the agent has been.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from a3c.nets.actor_critic import Network, RunningNorm
+
+
+def arrivals(observations: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
+    """The observation each step of a rollout led to [T, B, ...]: the next step's, the last step's the one
+    after the rollout. Where an episode ended it is the next episode's first, which novelty_bonus ignores."""
+    return np.concatenate([observations[1:], next_obs[None]])
+
+
+def novelty_bonus(errors: np.ndarray, scale: float, restarted: np.ndarray, coef: float) -> np.ndarray:
+    """The bonus of each step [T, B]: `coef` times the error on what it led to over the errors' scale; none
+    where the episode ended (what the step led to is not the observation that follows it)."""
+    return np.where(restarted, 0.0, coef * errors / scale).astype(np.float32)
+
+
+def novelty_inputs(model: Network, observations: np.ndarray) -> torch.Tensor:
+    """What the novelty's networks read of observations [..., size]: flat rows, normalised where the model
+    normalises its own inputs."""
+    flat = torch.from_numpy(np.ascontiguousarray(observations)).reshape(-1, observations.shape[-1]).float()
+    return model.normalize(flat)
+
+
+class NoveltyBonus:
+    """A worker's bonus: the running scale of its errors, and the predictor's gradient."""
+
+    def __init__(self, coef: float):
+        self.coef = coef
+        self.errors = RunningNorm(())
+
+    @torch.no_grad()
+    def add_to(self, model: Network, rewards: np.ndarray, arrived: np.ndarray, restarted: np.ndarray, valid) -> float:
+        """Add each step's bonus to `rewards` [T, B] in place, and return the mean error over the valid steps."""
+        errors = model.novelty.errors(novelty_inputs(model, arrived)).numpy().reshape(rewards.shape)
+        errors = np.where(valid, errors, 0.0)
+        self.errors.update(torch.from_numpy(errors[valid]))
+        scale = math.sqrt(self.errors.var.item() + self.errors.mean.item() ** 2) + 1e-8
+        rewards += novelty_bonus(errors, scale, restarted, self.coef)
+        return float(errors[valid].mean())
+
+    @staticmethod
+    def backward(model: Network, observations: np.ndarray) -> None:
+        """The predictor's gradient on `observations` [N, size] (its mean squared error), added to its .grad."""
+        model.novelty.errors(novelty_inputs(model, observations)).mean().backward()
