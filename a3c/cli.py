@@ -216,7 +216,8 @@ TRAIN_OPTIONS = [
     ),
     option(
         "--placement-timeout",
-        "with --backend ray: seconds a node group may take to find free CPUs and start",
+        "with --backend ray: seconds a node group may take to find free CPUs and start; past them a run with "
+        "other groups training trains on and starts it where a node has room, one with none stops",
         type=float,
     ),
 ]

@@ -9,11 +9,14 @@ a --placement-timeout of 30 s. --fault-at seconds after its first metrics row on
 - "link cut": worker host 1's link goes down, and comes back --restore-after seconds later;
 - "raylet killed": Ray's node manager on worker host 1 is SIGKILLed;
 - "head host lost": every process of the head's host, the trainer's included, is SIGKILLed.
+From --restore-after seconds after a worker host's fault its operator brings it back: wherever Ray's node
+manager no longer runs there (killed, or ended by Ray, which declared the node dead), the host's processes
+are ended and `ray start --address` joins it to the cluster again, as the clusters guide tells a user.
 The run is left --watch seconds to answer (a stop of its own, or SIGINT then), and then resumed on a
 new cluster for --resume-for seconds. Reported per try: the first run's exit code and stop reason (none
-where it was killed), the seconds from the fault to the console's line that a group was lost, to its
-line that a group runs (a replacement placed) and to a group's line that it rejoined from the global
-weights, the console's lines about node groups, whether last.pt
+where it was killed), the seconds from the fault to the console's line that a group was lost, to the
+host's return to the cluster, to the line that a group runs (a replacement placed) and to a group's line
+that it rejoined from the global weights, the console's lines about node groups, whether last.pt
 loaded, and whether the resumed metrics.csv's env steps rise without a repeated or missing row.
 """
 
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from common import PYTHON, REPO, environment, print_table, run_rows, save_json, trainer_command
-from netns_cluster import PREFIX, cluster, host_names, in_namespace, kill_processes, set_link
+from netns_cluster import PREFIX, cluster, host_names, in_namespace, join_ray, kill_processes, raylet_running, set_link
 
 from a3c.learn.checkpoint import load_checkpoint
 
@@ -112,6 +115,27 @@ def strike(fault: str, restore_after: float) -> None:
         kill_processes(HEAD)
 
 
+class Operator:
+    """Brings worker host 1 back from `since` on: where its node manager is gone, ends what is left of the
+    host's processes and joins Ray there to the cluster again; `back_at` is when it did, the first time."""
+
+    def __init__(self, since: float):
+        self.since, self.back_at, self.done = since, None, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.done.wait(1.0):
+            if time.monotonic() >= self.since and self.back_at is None and not raylet_running(WORKER):
+                kill_processes(WORKER)
+                join_ray(WORKER, 1, 1)
+                self.back_at = time.monotonic()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=60)
+
+
 def metrics_continue(run_dir: Path) -> bool:
     """Env steps rise row by row, no row repeated, none missing (a row every LOG_INTERVAL env steps, the
     stop's own row aside)."""
@@ -129,8 +153,11 @@ def one_try(fault: str, args: argparse.Namespace) -> dict:
             wait_for_rows(run_dir, 1, 120)
             time.sleep(args.fault_at)
             struck = time.monotonic()
+            operator = Operator(struck + args.restore_after) if fault != "head host lost" else None
             strike(fault, args.restore_after)
             code = run_until(process, output, max(args.watch - (time.monotonic() - struck), 1))
+            if operator is not None:
+                operator.stop()
         summary_path = run_dir / "summary.json"
         stop = json.loads(summary_path.read_text())["stop_reason"] if summary_path.exists() else None
         try:
@@ -147,6 +174,8 @@ def one_try(fault: str, args: argparse.Namespace) -> dict:
             "groups_said": [line for _, line in output.lines if "node group" in line],
             # seconds from the fault to the trainer's line that a group was lost, and to a group placed after it
             "loss_said_after": output.first_after(struck, "was lost"),
+            # and to the worker host's return to the cluster, where its operator had to bring it back
+            "host_back_after": None if operator is None or operator.back_at is None else operator.back_at - struck,
             "replacement_runs_after": output.first_after(struck, "runs on"),
             # and to a group's line that it rejoined from the global weights on the CPUs it holds
             "rejoined_after": output.first_after(struck, "taking the global weights again"),
@@ -165,7 +194,9 @@ def main() -> None:
     parser.add_argument("--fault", action="append", choices=FAULTS, help="one fault; repeat for more")
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--fault-at", type=float, default=10.0, help="seconds after the first metrics row")
-    parser.add_argument("--restore-after", type=float, default=60.0, help="seconds a cut link stays down")
+    parser.add_argument(
+        "--restore-after", type=float, default=60.0, help="seconds a cut link stays down, and a host before it is back"
+    )
     parser.add_argument("--watch", type=float, default=120.0, help="seconds after the fault before SIGINT")
     parser.add_argument("--resume-for", type=float, default=30.0, help="seconds of the resumed run")
     parser.add_argument("--out", default="cluster-faults", help="the results file's name under benchmarks/results/")
@@ -178,6 +209,7 @@ def main() -> None:
             "exit",
             "stop reason",
             "loss said (s)",
+            "host back (s)",
             "a group placed (s)",
             "rejoined (s)",
             "last.pt loads",
@@ -192,6 +224,7 @@ def main() -> None:
                 run["exit_code"],
                 run["stop_reason"],
                 seconds(run["loss_said_after"]),
+                seconds(run.get("host_back_after")),
                 seconds(run["replacement_runs_after"]),
                 seconds(run.get("rejoined_after")),
                 run["last_pt_loads"],

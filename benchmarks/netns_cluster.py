@@ -131,15 +131,26 @@ def set_link(host: str, up: bool) -> None:
     ip("link", "set", "eth0", "up" if up else "down", namespace=host)
 
 
-def kill_processes(host: str, named: str = "") -> list[int]:
-    """SIGKILL the host's processes whose command line holds `named` (all of them: the host is lost)."""
-    killed = []
+def processes_named(host: str, named: str = "") -> list[int]:
+    """The host's processes whose command line holds `named` (all of them for "")."""
+    found = []
     for pid in pids_in(host):
         try:
             if named in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-        except (FileNotFoundError, ProcessLookupError):
+                found.append(pid)
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def kill_processes(host: str, named: str = "") -> list[int]:
+    """SIGKILL the host's processes whose command line holds `named` (all of them: the host is lost)."""
+    killed = []
+    for pid in processes_named(host, named):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except ProcessLookupError:
             pass
     return killed
 
@@ -162,18 +173,28 @@ def start_ray(hosts: list[str], cpus: int, head_cpus: int) -> None:
     head = ["start", "--head", "--node-ip-address", address(0), "--port", str(RAY_PORT), "--include-dashboard", "false"]
     ray_on(hosts[0], [*head, "--num-cpus", str(head_cpus)])
     for index, host in enumerate(hosts[1:], start=1):
-        ray_on(
-            host,
-            [
-                "start",
-                "--address",
-                f"{address(0)}:{RAY_PORT}",
-                "--node-ip-address",
-                address(index),
-                "--num-cpus",
-                str(cpus),
-            ],
-        )
+        join_ray(host, index, cpus)
+
+
+def join_ray(host: str, index: int, cpus: int) -> None:
+    """Worker host `index` joins the head's cluster: `ray start --address`, as the guide says."""
+    ray_on(
+        host,
+        [
+            "start",
+            "--address",
+            f"{address(0)}:{RAY_PORT}",
+            "--node-ip-address",
+            address(index),
+            "--num-cpus",
+            str(cpus),
+        ],
+    )
+
+
+def raylet_running(host: str) -> bool:
+    """Whether Ray's node manager still runs on the host (Ray ends it where it declared the node dead)."""
+    return bool(processes_named(host, "raylet"))
 
 
 def ray_on(host: str, words: list[str]) -> None:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.slow
 RAY_ENV = dict(
     os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO_ROOT)
 )  # the nodes' workers import tests.cue_env as a user's env package
-# Two nodes of one CPU each on this machine, one Ray "node" per raylet; "remove" on stdin takes the second away.
+# Two nodes of one CPU each on this machine, one Ray "node" per raylet; "remove" on stdin takes the second away,
+# "add" starts a new second node.
 CLUSTER = """
 import sys
 from ray.cluster_utils import Cluster
@@ -36,8 +38,12 @@ cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_
 second = cluster.add_node(num_cpus=1)
 print(cluster.address, flush=True)
 for line in sys.stdin:
-    cluster.remove_node(second)
-    print("removed", flush=True)
+    if line.strip() == "add":
+        second = cluster.add_node(num_cpus=1)
+        print("added", flush=True)
+    else:
+        cluster.remove_node(second)
+        print("removed", flush=True)
 cluster.shutdown()
 """
 RUN_FILES = ["config.json", "metrics.csv", "eval.csv", "summary.json", "checkpoints/last.pt", "checkpoints/best.pt"]
@@ -57,6 +63,11 @@ class TwoNodeCluster:
         self.process.stdin.write("remove\n")
         self.process.stdin.flush()
         assert self.process.stdout.readline().strip() == "removed"
+
+    def add_second_node(self) -> None:
+        self.process.stdin.write("add\n")
+        self.process.stdin.flush()
+        assert self.process.stdout.readline().strip() == "added"
 
     def shutdown(self) -> None:
         self.process.stdin.close()
@@ -283,9 +294,28 @@ def test_losing_the_global_model_ends_the_run_and_keeps_the_last_checkpoint(tmp_
     load_checkpoint(last_pt)
 
 
-@pytest.mark.timeout(90)
-def test_a_lost_node_whose_group_finds_no_free_cpus_ends_the_run_after_the_placement_timeout(tmp_path):
-    cluster = TwoNodeCluster()  # its own: this test takes a node away
+class Lines:
+    """A running process's stderr lines as they come (communicate() would wait for its end)."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(process.stderr), daemon=True)
+        self.reader.start()
+
+    def wait_for(self, words: str, after: int = 0, timeout: float = 60) -> int:
+        """The index of the first line from `after` on that holds `words`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = next((i for i, line in enumerate(self.lines[after:], after) if words in line), None)
+            if found is not None:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"no line said {words!r}: {''.join(self.lines)}")
+
+
+@pytest.mark.timeout(150)
+def test_a_lost_node_whose_group_finds_no_free_cpus_trains_on_and_takes_a_node_that_comes_back(tmp_path):
+    cluster = TwoNodeCluster()  # its own: this test takes a node away and brings one back
     run_dir = tmp_path / "run"
     try:
         process = start_cli(
@@ -299,20 +329,29 @@ def test_a_lost_node_whose_group_finds_no_free_cpus_ends_the_run_after_the_place
                 "--log-interval",
                 "2000",
                 "--placement-timeout",
-                "15",
+                "10",
             )
         )
+        lines = Lines(process)
         try:
             wait_for_metrics_rows(run_dir, 2)
             cluster.remove_second_node()  # the other node's one CPU is busy with the other group
-            out, err = process.communicate(timeout=45)
+            waited = lines.wait_for("did not start within --placement-timeout 10 s: no node has 1 free CPUs")
+            assert "training on with 1 group(s), and starting it where a node has room" in lines.lines[waited]
+            rows = len((run_dir / "metrics.csv").read_text().splitlines())
+            wait_for_metrics_rows(run_dir, rows + 2)  # the group left trains on
+            cluster.add_second_node()
+            lines.wait_for("runs on", after=waited + 1)  # the waiting group placed on the new node
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+            lines.reader.join(timeout=10)
         finally:
             process.kill()
     finally:
         cluster.shutdown()
-    assert process.returncode == 1, err
-    assert "did not start within --placement-timeout 15 s: no node has 1 free CPUs" in err and "Traceback" not in err
-    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "node_group_unplaced"
+    assert process.returncode == 130, "".join(lines.lines)
+    assert not any("Traceback" in line for line in lines.lines)
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "interrupted"
     load_checkpoint(run_dir / "checkpoints" / "last.pt")
 
 

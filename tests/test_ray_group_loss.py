@@ -1,4 +1,4 @@
-"""What a node group and the trainer do when a group cannot reach the global model.
+"""What a node group and the trainer do when a group cannot reach the global model, or cannot be placed.
 
 A worker host whose own link breaks loses its path to the global model while the head, the trainer and
 the other groups are well. The group first rejoins from the global weights where a read of them
@@ -128,6 +128,36 @@ def test_a_group_that_stopped_is_neither_replaced_nor_a_loss():
     backend, ray = backend_after(STOPPED, global_answers=False)
     assert backend._check_groups() is None
     assert backend.children.restarts == [] and backend.failed is None
+
+
+def backend_waiting_for(placed: set) -> tuple[RayBackend, Console]:
+    """A backend whose group 1's replacement has waited past --placement-timeout, with `placed` training."""
+    backend = RayBackend.__new__(RayBackend)
+    backend.ray = FakeRay({})  # no placement answers
+    backend.config = SimpleNamespace(placement_timeout=30.0, num_processes=1)
+    backend.placing = {"node() of group 1": (1, 0.0)}  # a deadline long past
+    backend.placed, backend.console = set(placed), Console()
+    return backend, backend.console
+
+
+def test_a_group_left_unplaced_while_others_train_waits_in_ray_queue_and_the_run_trains_on():
+    backend, console = backend_waiting_for(placed={0})
+    assert backend._check_placements() is None
+    assert console.lines == [
+        "node group 1 did not start within --placement-timeout 30 s: no node has 1 free CPUs for it; "
+        "training on with 1 group(s), and starting it where a node has room"
+    ]
+    assert backend._check_placements() is None and len(console.lines) == 1  # said once
+    assert list(backend.placing) == ["node() of group 1"]  # still asked for: placed where a node has room
+    backend.ray.outcomes["node() of group 1"] = "10.0.0.3 (worker-b)"
+    assert backend._check_placements() is None
+    assert backend.placed == {0, 1} and console.lines[-1] == "node group 1 runs on 10.0.0.3 (worker-b)"
+
+
+def test_a_group_left_unplaced_with_no_group_training_stops_the_run():
+    backend, console = backend_waiting_for(placed=set())
+    assert backend._check_placements() == "node_group_unplaced"
+    assert console.lines[-1].endswith("no node has 1 free CPUs for it; stopping")
 
 
 class Counter:

@@ -13,6 +13,7 @@ Ray is imported only here, and a3c.backends imports this module only for --backe
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -234,7 +235,9 @@ class RayBackend(Backend):
         return self.evaluator.check() or (None if self.runs else "max_steps")
 
     def _check_placements(self) -> Optional[str]:
-        """Groups that are placed; "node_group_unplaced" once one waited past --placement-timeout."""
+        """Groups that are placed. One that waited past --placement-timeout while others train is left to
+        Ray's queue, to start where a node has room (a host that comes back, or joins); with none training,
+        "node_group_unplaced"."""
         if not self.placing:
             return None
         ready, _ = self.ray.wait(list(self.placing), num_returns=len(self.placing), timeout=0)
@@ -245,15 +248,21 @@ class RayBackend(Backend):
                 self.console.message(f"node group {index} runs on {self.ray.get(ref, timeout=0)}")
             except self.ray.exceptions.RayError:
                 pass
-        for index, deadline in self.placing.values():
-            if time.monotonic() > deadline:
-                self.console.message(
-                    f"node group {index} did not start within --placement-timeout "
-                    f"{self.config.placement_timeout:g} s: no node has {self.config.num_processes} "
-                    "free CPUs for it; stopping",
-                    error=True,
-                )
+        for ref, (index, deadline) in self.placing.items():
+            if time.monotonic() <= deadline:
+                continue
+            said = (
+                f"node group {index} did not start within --placement-timeout {self.config.placement_timeout:g} s: "
+                f"no node has {self.config.num_processes} free CPUs for it"
+            )
+            if not self.placed:
+                self.console.message(f"{said}; stopping", error=True)
                 return "node_group_unplaced"
+            self.console.message(
+                f"{said}; training on with {len(self.placed)} group(s), and starting it where a node has room",
+                error=True,
+            )
+            self.placing[ref] = (index, math.inf)  # said once; Ray keeps the request queued
         return None
 
     def _check_groups(self) -> Optional[str]:
