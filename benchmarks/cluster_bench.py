@@ -2,6 +2,7 @@
 
     cluster_bench.py                          # throughput over a LAN-like and a WAN-like link
     cluster_bench.py --learn --seeds 5        # Acrobot's and LunarLander's presets to a confirmed solve
+    cluster_bench.py --learn --env Acrobot-v1 # one of them
 
 The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
 offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
@@ -81,12 +82,13 @@ def solve_on(env: str, seed: int, timeout: float, host: list[str], **options) ->
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
-def learning(seeds: int) -> dict:
-    """Each preset, locally and on the LAN-like hosts, interleaved by seed."""
+def learning(envs: list[str], seeds: int) -> dict:
+    """Each preset of `envs`, locally and on the LAN-like hosts, interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
     delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"] if netem_available() else (0.0, 0.0)
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
-        for env, timeout in LEARN.items():
+        for env in envs:
+            timeout = LEARN[env]
             by = runs.setdefault(env, {"local, 8 processes": [], "2 groups x 4 on the LAN hosts": []})
             for seed in range(seeds):
                 by["local, 8 processes"].append(solve_on(env, seed, timeout, [], num_processes=WORKERS))
@@ -115,17 +117,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--env", action="append", choices=list(LEARN), help="with --learn: one preset; repeat for more")
+    parser.add_argument("--out", help="the results file's name under benchmarks/results/")
     args = parser.parse_args()
     info = environment()
     if args.learn:
-        runs = learning(args.seeds)
+        runs = learning(args.env or list(LEARN), args.seeds)
         rows = [
             [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
             for env, by in runs.items()
             for name, found in by.items()
         ]
         print_table(["env", "contender", "solved", "env steps to solve, median (range)"], rows)
-        save_json("cluster-learn", {**info, "runs": runs})
+        save_json(args.out or "cluster-learn", {**info, "runs": runs})
         return
     env_alone = env_ceiling(ENVS, 2.0)
     rates = throughput(args.seconds, [int(n) for n in args.intervals.split(",")], args.repeats)
@@ -146,7 +150,7 @@ def main() -> None:
             ]
         )
     print_table(["backend", "env steps/s", "x local", "link bytes per sync", "env steps a group"], rows)
-    save_json("cluster", {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
+    save_json(args.out or "cluster", {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
 
 
 if __name__ == "__main__":

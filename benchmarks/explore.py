@@ -18,13 +18,14 @@ starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for
 rollout for each env, one for each env held for its episode), the same with each of --kl-targets (the draws
 scaled to hold that KL from the mean policy: --noise-kl-target), `--no-noise` (its entropy bonus the default
 0.01), and `--no-noise` with a larger bonus, each of --entropy-coefs (dithering; the best of them is the tuned
-one), and the defaults with a novelty bonus of each of --novelty-coefs (random network distillation:
---novelty-coef); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run stops at the task's target once
-new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
-timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range),
-the final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy
-and what the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share, noise_scale:
-docs/reference/run-directory.md), and the novelty's error where a contender has its bonus.
+one), and the defaults, with and without the noise, with a novelty bonus of each of --novelty-coefs (random
+network distillation: --novelty-coef); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run
+stops at the task's target once new greedy episodes confirm it, or at 1M env steps (the trainer's default
+--max-steps), or at the task's timeout. Reported per task and contender: seeds solved, env steps to the
+confirmed solve (median and range), the final greedy return, and, as medians over the run's metrics.csv rows
+then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips, noise_consistency,
+noise_share, noise_scale: docs/reference/run-directory.md), and the novelty's error where a contender has its
+bonus.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
     found = {"noise": lambda seed, suite: ours(env, seed, suite)}
     for coef in kinds["novelty_coefs"]:
         found[f"noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: ours(env, seed, suite, novelty_coef=coef)
+        found[f"no noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: ours(
+            env, seed, suite, noise=False, novelty_coef=coef
+        )
     for target in kl_targets:
         found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: ours(
             env, seed, suite, noise_kl_target=target
