@@ -295,12 +295,21 @@ def test_losing_the_global_model_ends_the_run_and_keeps_the_last_checkpoint(tmp_
 
 
 class Lines:
-    """A running process's stderr lines as they come (communicate() would wait for its end)."""
+    """A running process's console lines, stdout's and stderr's, as they come (communicate() would wait for
+    its end)."""
 
     def __init__(self, process: subprocess.Popen):
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=lambda: self.lines.extend(process.stderr), daemon=True)
-        self.reader.start()
+        self.readers = [
+            threading.Thread(target=lambda stream=stream: self.lines.extend(stream), daemon=True)
+            for stream in (process.stdout, process.stderr)
+        ]
+        for reader in self.readers:
+            reader.start()
+
+    def join(self) -> None:
+        for reader in self.readers:
+            reader.join(timeout=10)
 
     def wait_for(self, words: str, after: int = 0, timeout: float = 60) -> int:
         """The index of the first line from `after` on that holds `words`."""
@@ -344,7 +353,7 @@ def test_a_lost_node_whose_group_finds_no_free_cpus_trains_on_and_takes_a_node_t
             lines.wait_for("runs on", after=waited + 1)  # the waiting group placed on the new node
             process.send_signal(signal.SIGINT)
             process.wait(timeout=30)
-            lines.reader.join(timeout=10)
+            lines.join()
         finally:
             process.kill()
     finally:
