@@ -113,7 +113,10 @@ def test_a_short_pong_run_through_the_cli_writes_its_run_dir(tmp_path):
     assert result.returncode == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert (
-        config["clip_rewards"] is True and config["envs_per_process"] == 16 and config["center_frames"] is True
+        config["clip_rewards"] is True
+        and config["envs_per_process"] == 16
+        and config["center_frames"] is True
+        and config["frames"] == 1
     )  # the preset
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["env_steps"] >= 400 and summary["stop_reason"] == "max_steps"
