@@ -43,8 +43,13 @@ class NoveltyBonus:
         self.errors = RunningNorm(())
 
     @torch.no_grad()
-    def add_to(self, model: Network, rewards: np.ndarray, arrived: np.ndarray, restarted: np.ndarray, valid) -> float:
-        """Add each step's bonus to `rewards` [T, B] in place, and return the mean error over the valid steps."""
+    def add_to(
+        self, model: Network, rewards: np.ndarray, arrived: np.ndarray, restarted: np.ndarray, valid: np.ndarray
+    ) -> float:
+        """Add each step's bonus to `rewards` [T, B] in place (`arrived`: what each step led to, `restarted` and
+        `valid` [T, B] as the rollout has them), and return the mean error over the valid steps."""
+        if not valid.any():  # no env stepped: nothing to score, and no statistics to move
+            return math.nan
         errors = model.novelty.errors(novelty_inputs(model, arrived)).numpy().reshape(rewards.shape)
         errors = np.where(valid, errors, 0.0)
         self.errors.update(torch.from_numpy(errors[valid]))
