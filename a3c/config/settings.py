@@ -38,7 +38,7 @@ class Config:
     # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
     noise_kl_target: float = 0.0
     # the weight of a bonus reward for observations the novelty's networks predict badly (random network
-    # distillation, a3c/nets/novelty.py), each worker's bonus divided by its running spread; 0: none
+    # distillation, a3c/nets/novelty.py), each worker's errors divided by their running root mean square; 0: none
     novelty_coef: float = 0.0
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers

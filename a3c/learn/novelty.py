@@ -24,7 +24,8 @@ def arrivals(observations: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
 
 def novelty_bonus(errors: np.ndarray, scale: float, restarted: np.ndarray, coef: float) -> np.ndarray:
     """The bonus of each step [T, B]: `coef` times the error on what it led to over the errors' scale; none
-    where the episode ended (what the step led to is not the observation that follows it)."""
+    where the episode ended or the env did not step (`restarted` holds both: what the step led to is not the
+    observation that follows it)."""
     return np.where(restarted, 0.0, coef * errors / scale).astype(np.float32)
 
 
@@ -51,7 +52,6 @@ class NoveltyBonus:
         if not valid.any():  # no env stepped: nothing to score, and no statistics to move
             return math.nan
         errors = model.novelty.errors(novelty_inputs(model, arrived)).numpy().reshape(rewards.shape)
-        errors = np.where(valid, errors, 0.0)
         self.errors.update(torch.from_numpy(errors[valid]))
         scale = math.sqrt(self.errors.var.item() + self.errors.mean.item() ** 2) + 1e-8
         rewards += novelty_bonus(errors, scale, restarted, self.coef)
