@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a3c.config.settings import Config, ConfigError
+from a3c.config.settings import Config, ConfigError, config_for_resume
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,19 @@ def test_a_config_saved_before_centred_frames_loads_without_them():
     saved = Config.for_env("ALE/Pong-v5").to_dict()
     assert saved.pop("center_frames") is True  # the Atari preset's
     assert Config.from_dict(saved).center_frames is False  # as that checkpoint's network was trained
+
+
+def test_a_resumed_run_may_change_the_novelty_coefficient_but_not_turn_it_on_or_off():
+    saved = Config(env="CartPole-v1", novelty_coef=0.01)
+    assert config_for_resume(saved, {"novelty_coef": 0.1}).novelty_coef == 0.1
+    with pytest.raises(ConfigError, match="--novelty-coef 0.0 contradicts the checkpoint"):
+        config_for_resume(saved, {"novelty_coef": 0.0})
+    with pytest.raises(ConfigError, match="--novelty-coef"):
+        config_for_resume(Config(env="CartPole-v1"), {"novelty_coef": 0.01})
+
+
+def test_a_resumed_run_refuses_any_change_of_the_network_shape():
+    saved = Config(env="CartPole-v1")
+    assert config_for_resume(saved, {"hidden_sizes": saved.hidden_sizes, "lr": 1e-3}).lr == 1e-3
+    with pytest.raises(ConfigError, match="--hidden-sizes"):
+        config_for_resume(saved, {"hidden_sizes": (32,)})

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from a3c.config.presets import format_presets
+from a3c.config.settings import STRUCTURAL_FIELDS, option_name
 from a3c.run.console import Console
 from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS, MetricsSettings, MetricsWriter
 from a3c.run.phases import MILESTONES
@@ -127,3 +128,9 @@ def test_the_site_builds_without_a_warning(tmp_path):
     presets_page = (tmp_path / "guides" / "environments" / "index.html").read_text()
     pong = next(line for line in format_presets().splitlines() if line.startswith("ALE/Pong-v5"))
     assert html.escape(pong, quote=False) in presets_page and "a3c presets -->" not in presets_page  # from the code
+
+
+def test_the_faults_guide_names_every_setting_a_resume_refuses_to_change():
+    resuming = (DOCS / "guides" / "faults.md").read_text().split("**`--resume RUN_DIR`**")[1].split("\n- ")[0]
+    for name in STRUCTURAL_FIELDS:
+        assert f"`{option_name(name)}`" in resuming, name

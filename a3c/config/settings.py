@@ -360,6 +360,14 @@ STRUCTURAL_FIELDS = (
     "center_values",
     "critic",
 )
+# Of these, the ones whose weights depend on part of the value only: the novelty networks are there or not,
+# whatever the bonus's coefficient, so a resumed run may change it but not turn it on or off.
+STRUCTURAL_PARTS = {"novelty_coef": bool}
+
+
+def structure_of(name: str, value):
+    """What of a structural setting's value a checkpoint's weights depend on."""
+    return STRUCTURAL_PARTS.get(name, lambda whole: whole)(value)
 
 
 def centers_values(config: Config) -> bool:
@@ -376,7 +384,7 @@ def config_for_resume(saved: Config, overrides: dict) -> Config:
     Refuses a change the checkpoint cannot support (another env or network shape).
     """
     for name in STRUCTURAL_FIELDS:
-        if name in overrides and overrides[name] != getattr(saved, name):
+        if name in overrides and structure_of(name, overrides[name]) != structure_of(name, getattr(saved, name)):
             raise ConfigError(
                 f"{option_name(name)} {overrides[name]!r} contradicts the checkpoint, "
                 f"which was trained with {getattr(saved, name)!r}"
