@@ -3,6 +3,7 @@
     cluster_bench.py                          # throughput over a LAN-like and a WAN-like link
     cluster_bench.py --learn --seeds 5        # Acrobot's and LunarLander's presets to a confirmed solve
     cluster_bench.py --learn --env Acrobot-v1 # one of them
+    cluster_bench.py --learn --env Acrobot-v1 --intervals 10,50   # the cluster at each --sync-interval
 
 The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
 offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
@@ -18,7 +19,8 @@ steady env steps/s from metrics.csv and its ratio to the local backend's, each g
 exchange with the global model (their interface counters). Beside them the env-alone rate.
 
 Learning (--learn): each preset over --seeds, `--num-processes 8` locally against two groups of 4 on
-the LAN-like hosts, to a confirmed solve or the env's timeout: runs solved, env steps and seconds.
+the LAN-like hosts at each --sync-interval of --intervals (default: the trainer's), to a confirmed solve
+or the env's timeout: runs solved, env steps and seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes,
 from ray_bench import train_for
 from solve import show_spread, spread
 from throughput import env_ceiling
+
+from a3c.config.settings import Config
 
 HEAD = PREFIX + "head"
 LINKS = {"LAN (1 ms, 1 Gbit/s)": (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
@@ -82,27 +86,29 @@ def solve_on(env: str, seed: int, timeout: float, host: list[str], **options) ->
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
-def learning(envs: list[str], seeds: int) -> dict:
-    """Each preset of `envs`, locally and on the LAN-like hosts, interleaved by seed."""
+def learning(envs: list[str], seeds: int, intervals: list[int]) -> dict:
+    """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval, interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
     delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"] if netem_available() else (0.0, 0.0)
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
         for env in envs:
             timeout = LEARN[env]
-            by = runs.setdefault(env, {"local, 8 processes": [], "2 groups x 4 on the LAN hosts": []})
+            by = runs.setdefault(env, {"local, 8 processes": []})
             for seed in range(seeds):
                 by["local, 8 processes"].append(solve_on(env, seed, timeout, [], num_processes=WORKERS))
-                cluster_run = solve_on(
-                    env,
-                    seed,
-                    timeout,
-                    in_namespace(HEAD, []),
-                    backend="ray",
-                    ray_address=head,
-                    nodes=GROUPS,
-                    num_processes=WORKERS // GROUPS,
-                )
-                by["2 groups x 4 on the LAN hosts"].append(cluster_run)
+                for interval in intervals:
+                    cluster_run = solve_on(
+                        env,
+                        seed,
+                        timeout,
+                        in_namespace(HEAD, []),
+                        backend="ray",
+                        ray_address=head,
+                        nodes=GROUPS,
+                        num_processes=WORKERS // GROUPS,
+                        sync_interval=interval,
+                    )
+                    by.setdefault(f"2 groups x 4 on the LAN hosts, --sync-interval {interval}", []).append(cluster_run)
     return runs
 
 
@@ -113,7 +119,9 @@ def median_and_range(runs: list[dict], key: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="each throughput run, from launch")
-    parser.add_argument("--intervals", default="10,50,200", help="the --sync-interval values, comma-separated")
+    parser.add_argument(
+        "--intervals", help="the --sync-interval values, comma-separated (default 10,50,200; --learn: the trainer's)"
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--seeds", type=int, default=5)
@@ -122,7 +130,8 @@ def main() -> None:
     args = parser.parse_args()
     info = environment()
     if args.learn:
-        runs = learning(args.env or list(LEARN), args.seeds)
+        intervals = args.intervals or str(Config().sync_interval)
+        runs = learning(args.env or list(LEARN), args.seeds, [int(n) for n in intervals.split(",")])
         rows = [
             [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
             for env, by in runs.items()
@@ -132,7 +141,7 @@ def main() -> None:
         save_json(args.out or "cluster-learn", {**info, "runs": runs})
         return
     env_alone = env_ceiling(ENVS, 2.0)
-    rates = throughput(args.seconds, [int(n) for n in args.intervals.split(",")], args.repeats)
+    rates = throughput(args.seconds, [int(n) for n in (args.intervals or "10,50,200").split(",")], args.repeats)
     local = statistics.median(run["env_steps_per_second"] for run in rates["local"])
     print(f"\nenv alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
     rows = []
