@@ -4,6 +4,7 @@
     explore.py --env a3c/DeepSea20-v0 --seeds 3   # one task
     explore.py --only noise --only "no noise"     # two contenders
     explore.py --at-start                         # what the noise does to fresh networks, at each sigma
+    explore.py --env MountainCar-v0 --normalize-obs --timeout 120   # ours with --normalize-obs; runs capped
 
 The tasks: DeepSea at N = 10, 20 and 30 (a3c/envs/deep_sea.py: random play finds the corner in 2 of 2^N
 episodes, and a policy that dithers step by step no more often), and MountainCar-v0, gymnasium's
@@ -55,28 +56,33 @@ FIGURES = ("entropy", *EXPLORATION_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
-def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
-    """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults."""
+def contenders(env: str, kinds: dict[str, list[float]], only, common: dict) -> dict:
+    """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults;
+    `common`: trainer options of every contender of ours."""
+
+    def trained(seed, suite, **options):
+        return ours(env, seed, suite, **common, **options)
+
     sigmas, entropy_coefs, kl_targets = kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"]
-    found = {"noise": lambda seed, suite: ours(env, seed, suite)}
+    found = {"noise": lambda seed, suite: trained(seed, suite)}
     for coef in kinds["novelty_coefs"]:
-        found[f"noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: ours(env, seed, suite, novelty_coef=coef)
-        found[f"no noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: ours(
-            env, seed, suite, noise=False, novelty_coef=coef
+        found[f"noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(seed, suite, novelty_coef=coef)
+        found[f"no noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(
+            seed, suite, noise=False, novelty_coef=coef
         )
     for target in kl_targets:
-        found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: ours(
-            env, seed, suite, noise_kl_target=target
+        found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: trained(
+            seed, suite, noise_kl_target=target
         )
     for sigma in sigmas:
         for draw, said in DRAWS.items():
-            found[f"noise, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: ours(
-                env, seed, suite, sigma_init=sigma, noise_draw=draw
+            found[f"noise, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: trained(
+                seed, suite, sigma_init=sigma, noise_draw=draw
             )
-    found["no noise"] = lambda seed, suite: ours(env, seed, suite, noise=False)
+    found["no noise"] = lambda seed, suite: trained(seed, suite, noise=False)
     for coef in entropy_coefs:
-        found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: ours(
-            env, seed, suite, noise=False, entropy_coef=coef
+        found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: trained(
+            seed, suite, noise=False, entropy_coef=coef
         )
     if env in WITH_SB3:
         found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
@@ -84,8 +90,8 @@ def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None) -> dict:
-    runs_by = contenders(env, kinds, only)
+def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None, common: dict) -> dict:
+    runs_by = contenders(env, kinds, only, common)
     results = {name: [] for name in runs_by}
     for seed in range(suite.seeds):
         for name, contender in runs_by.items():
@@ -133,6 +139,8 @@ def main() -> None:
         help="the --novelty-coef of contenders with a novelty bonus (random network distillation), comma-separated",
     )
     parser.add_argument("--only", action="append", metavar="CONTENDER", help='e.g. "no noise"; repeat for more')
+    parser.add_argument("--normalize-obs", action="store_true", help="every contender of ours with --normalize-obs")
+    parser.add_argument("--timeout", type=float, help="seconds a run may take (default: the task's)")
     parser.add_argument("--out", default="explore", help="results name")
     parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
     args = parser.parse_args()
@@ -142,7 +150,7 @@ def main() -> None:
         for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
     }
     tasks = {
-        env: Suite(task.target, args.seeds or task.seeds, task.timeout)
+        env: Suite(task.target, args.seeds or task.seeds, args.timeout or task.timeout)
         for env, task in TASKS.items()
         if env in (args.env or TASKS)
     }
@@ -151,7 +159,7 @@ def main() -> None:
         return
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, kinds, args.only)
+        results[env] = run_task(env, task, kinds, args.only, {"normalize_obs": True} if args.normalize_obs else {})
         report(info, tasks, results, args.out, FIGURES)
 
 
