@@ -4,6 +4,7 @@
     cluster_bench.py --learn --seeds 5        # Acrobot's and LunarLander's presets to a confirmed solve
     cluster_bench.py --learn --env Acrobot-v1 # one of them
     cluster_bench.py --learn --env Acrobot-v1 --intervals 10,50   # the cluster at each --sync-interval
+    cluster_bench.py --learn --env Acrobot-v1 --group-options "--lr 1e-3"   # the cluster's runs with these
 
 The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
 offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
@@ -26,6 +27,7 @@ or the env's timeout: runs solved, env steps and seconds.
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import tempfile
 from pathlib import Path
@@ -77,17 +79,18 @@ def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
     return rates
 
 
-def solve_on(env: str, seed: int, timeout: float, host: list[str], **options) -> dict:
+def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: list[str] = (), **options) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=env, seed=seed, **options) + ["--no-tensorboard"]
+        command = trainer_command(run_dir, env=env, seed=seed, **options) + ["--no-tensorboard", *extra]
         wall, _, _ = run_timed([*host, *command], timeout)
         summary = read_summary(run_dir)
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
-def learning(envs: list[str], seeds: int, intervals: list[int]) -> dict:
-    """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval, interleaved by seed."""
+def learning(envs: list[str], seeds: int, intervals: list[int], extra: list[str]) -> dict:
+    """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval (with the trainer options
+    `extra`), interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
     delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"] if netem_available() else (0.0, 0.0)
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
@@ -107,8 +110,10 @@ def learning(envs: list[str], seeds: int, intervals: list[int]) -> dict:
                         nodes=GROUPS,
                         num_processes=WORKERS // GROUPS,
                         sync_interval=interval,
+                        extra=extra,
                     )
-                    by.setdefault(f"2 groups x 4 on the LAN hosts, --sync-interval {interval}", []).append(cluster_run)
+                    name = " ".join([f"2 groups x 4 on the LAN hosts, --sync-interval {interval}", *extra])
+                    by.setdefault(name, []).append(cluster_run)
     return runs
 
 
@@ -126,12 +131,16 @@ def main() -> None:
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--env", action="append", choices=list(LEARN), help="with --learn: one preset; repeat for more")
+    parser.add_argument(
+        "--group-options", default="", help='with --learn: trainer options of the cluster runs, e.g. "--lr 1e-3"'
+    )
     parser.add_argument("--out", help="the results file's name under benchmarks/results/")
     args = parser.parse_args()
     info = environment()
     if args.learn:
         intervals = args.intervals or str(Config().sync_interval)
-        runs = learning(args.env or list(LEARN), args.seeds, [int(n) for n in intervals.split(",")])
+        intervals = [int(n) for n in intervals.split(",")]
+        runs = learning(args.env or list(LEARN), args.seeds, intervals, shlex.split(args.group_options))
         rows = [
             [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
             for env, by in runs.items()
