@@ -30,6 +30,7 @@ import argparse
 import shlex
 import statistics
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
@@ -79,7 +80,7 @@ def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
     return rates
 
 
-def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: list[str] = (), **options) -> dict:
+def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: Sequence[str] = (), **options) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         command = trainer_command(run_dir, env=env, seed=seed, **options) + ["--no-tensorboard", *extra]
