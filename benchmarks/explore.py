@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--out", default="explore", help="results name")
     parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
     args = parser.parse_args()
-    info = environment()
+    info = {**environment(), "options_of_ours": {"normalize_obs": True} if args.normalize_obs else {}}
     kinds = {
         name: [float(value) for value in getattr(args, name).split(",") if value]
         for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
@@ -159,7 +159,7 @@ def main() -> None:
         return
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, kinds, args.only, {"normalize_obs": True} if args.normalize_obs else {})
+        results[env] = run_task(env, task, kinds, args.only, info["options_of_ours"])
         report(info, tasks, results, args.out, FIGURES)
 
 
