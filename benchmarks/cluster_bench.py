@@ -89,7 +89,7 @@ def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: Sequen
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
-def learning(envs: list[str], seeds: int, intervals: list[int], extra: list[str]) -> dict:
+def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[str]) -> dict:
     """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval (with the trainer options
     `extra`), interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
@@ -98,7 +98,7 @@ def learning(envs: list[str], seeds: int, intervals: list[int], extra: list[str]
         for env in envs:
             timeout = LEARN[env]
             by = runs.setdefault(env, {"local, 8 processes": []})
-            for seed in range(seeds):
+            for seed in seeds:
                 by["local, 8 processes"].append(solve_on(env, seed, timeout, [], num_processes=WORKERS))
                 for interval in intervals:
                     cluster_run = solve_on(
@@ -131,6 +131,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="with --learn: the first seed")
     parser.add_argument("--env", action="append", choices=list(LEARN), help="with --learn: one preset; repeat for more")
     parser.add_argument(
         "--group-options", default="", help='with --learn: trainer options of the cluster runs, e.g. "--lr 1e-3"'
@@ -141,7 +142,8 @@ def main() -> None:
     if args.learn:
         intervals = args.intervals or str(Config().sync_interval)
         intervals = [int(n) for n in intervals.split(",")]
-        runs = learning(args.env or list(LEARN), args.seeds, intervals, shlex.split(args.group_options))
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        runs = learning(args.env or list(LEARN), seeds, intervals, shlex.split(args.group_options))
         rows = [
             [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
             for env, by in runs.items()
