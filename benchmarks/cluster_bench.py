@@ -139,9 +139,9 @@ def main() -> None:
     parser.add_argument("--out", help="the results file's name under benchmarks/results/")
     args = parser.parse_args()
     info = environment()
+    default_intervals = str(Config().sync_interval) if args.learn else "10,50,200"
+    intervals = [int(n) for n in (args.intervals or default_intervals).split(",")]
     if args.learn:
-        intervals = args.intervals or str(Config().sync_interval)
-        intervals = [int(n) for n in intervals.split(",")]
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         runs = learning(args.env or list(LEARN), seeds, intervals, shlex.split(args.group_options))
         rows = [
@@ -153,7 +153,7 @@ def main() -> None:
         save_json(args.out or "cluster-learn", {**info, "runs": runs})
         return
     env_alone = env_ceiling(ENVS, 2.0)
-    rates = throughput(args.seconds, [int(n) for n in (args.intervals or "10,50,200").split(",")], args.repeats)
+    rates = throughput(args.seconds, intervals, args.repeats)
     local = statistics.median(run["env_steps_per_second"] for run in rates["local"])
     print(f"\nenv alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
     rows = []
