@@ -7,10 +7,11 @@
     cluster_bench.py --learn --env Acrobot-v1 --group-options "--lr 1e-3"   # the cluster's runs with these
 
 The hosts are netns_cluster.py's: a head, where the trainer and the global model run and whose Ray node
-offers no CPUs, and two worker hosts, each link shaped as a LAN (1 ms, 1 Gbit/s) or a WAN (20 ms,
-100 Mbit/s) one way; on a kernel without netem (this project's machine), unshaped and limited to 100 and
-10 Mbit/s with tbf, no delay. They share this machine's cores: a cluster here is the local backend's work spread
-over hosts, plus what the network and Ray add, which is what is measured.
+offers no CPUs, and two worker hosts, each link unshaped (the kernel's veth) or shaped as a LAN (1 ms,
+1 Gbit/s) or a WAN (20 ms, 100 Mbit/s) one way (with netem, or on a kernel without it, as this project's
+machine, with link_shaper.py in user space: its CPU seconds are reported with each run). They share this
+machine's cores: a cluster here is the local backend's work spread over hosts, plus what the network and
+Ray add, which is what is measured.
 
 Throughput: CartPole-v1's pipeline (8 processes x 32 envs, t-max 10, no replay, no evaluator), each run
 stopped by SIGINT after --seconds: `--backend local` on this machine, then, for each link and each
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
-from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes, netem_available
+from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes, shaper_cpu_seconds
 from ray_bench import train_for
 from solve import show_spread, spread
 from throughput import env_ceiling
@@ -42,13 +43,8 @@ from throughput import env_ceiling
 from a3c.config.settings import Config
 
 HEAD = PREFIX + "head"
-LINKS = {"LAN (1 ms, 1 Gbit/s)": (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
-# without netem (this project's machine) no delay can be emulated: the links are then unshaped and rate-limited
-RATE_ONLY_LINKS = {
-    "unshaped": (0.0, 0.0),
-    "100 Mbit/s, no delay (tbf)": (0.0, 100.0),
-    "10 Mbit/s, no delay (tbf)": (0.0, 10.0),
-}
+LAN = "LAN (1 ms, 1 Gbit/s)"
+LINKS = {"unshaped": (0.0, 0.0), LAN: (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
 WORKERS, ENVS, GROUPS = 8, 32, 2
 LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
 
@@ -56,13 +52,13 @@ LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the time
 def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
     """Env steps/s of the local backend and of the cluster at each link and sync interval, interleaved."""
     rates: dict[str, list[dict]] = {"local": []}
-    for name, (delay_ms, rate_mbit) in (LINKS if netem_available() else RATE_ONLY_LINKS).items():
+    for name, (delay_ms, rate_mbit) in LINKS.items():
         with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
             workers = host_names(GROUPS)[1:]
             for _ in range(repeats):
                 rates["local"].append(train_for(seconds, WORKERS, ENVS))
                 for interval in intervals:
-                    before = [link_bytes(host) for host in workers]
+                    before, shaper_before = [link_bytes(host) for host in workers], shaper_cpu_seconds()
                     run = train_for(
                         seconds,
                         WORKERS // GROUPS,
@@ -76,6 +72,7 @@ def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
                     moved = sum(sum(after) - sum(start) for after, start in zip(map(link_bytes, workers), before))
                     syncs = sum(group["syncs"] for group in run["summary"].get("group_figures", []))
                     run["bytes_per_sync"] = moved / max(syncs, 1)
+                    run["shaper_cpu_seconds"] = shaper_cpu_seconds() - shaper_before
                     rates.setdefault(f"{name}, --sync-interval {interval}", []).append(run)
     return rates
 
@@ -93,7 +90,7 @@ def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[st
     """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval (with the trainer options
     `extra`), interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
-    delay_ms, rate_mbit = LINKS["LAN (1 ms, 1 Gbit/s)"] if netem_available() else (0.0, 0.0)
+    delay_ms, rate_mbit = LINKS[LAN]
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
         for env in envs:
             timeout = LEARN[env]
@@ -161,6 +158,7 @@ def main() -> None:
         rate = statistics.median(run["env_steps_per_second"] for run in runs)
         per_sync = [run["bytes_per_sync"] for run in runs if "bytes_per_sync" in run]
         groups = [group["env_steps"] for run in runs for group in run["summary"].get("group_figures", [])]
+        shaper = [run["shaper_cpu_seconds"] / args.seconds for run in runs if run.get("shaper_cpu_seconds")]
         rows.append(
             [
                 name,
@@ -168,9 +166,11 @@ def main() -> None:
                 f"{rate / local:.2f}",
                 f"{statistics.median(per_sync) / 1e3:,.1f} kB" if per_sync else "",
                 f"{min(groups):,} - {max(groups):,}" if groups else "",
+                f"{statistics.median(shaper):.2f}" if shaper else "",
             ]
         )
-    print_table(["backend", "env steps/s", "x local", "link bytes per sync", "env steps a group"], rows)
+    headers = ["backend", "env steps/s", "x local", "link bytes per sync", "env steps a group", "shaper cores"]
+    print_table(headers, rows)
     save_json(args.out or "cluster", {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
 
 

@@ -3,12 +3,13 @@
     netns_cluster.py run [--workers 2] [--delay-ms 1 --rate-mbit 1000] -- python main.py --ray-address {head} ...
     netns_cluster.py down        # remove whatever a killed run left behind
 
-`run` makes a head host and --workers worker hosts, each a namespace of its own with one link (a veth pair)
-to a bridge in a further namespace, the hosts at 10.213.7.1, .2, ... (addresses inside the namespaces
+`run` makes a head host and --workers worker hosts, each a namespace of its own with one link (a veth pair,
+or two TAP devices) to a bridge in a further namespace, the hosts at 10.213.7.1, .2, ... (addresses inside the namespaces
 only: nothing outside them is ever addressed). With --delay-ms and --rate-mbit each host's link delays
-what the host sends and limits its rate (`tc netem`): between two hosts a packet takes the delay one way,
-twice it there and back. Ray starts on every host as the clusters guide tells a user (`ray start --head
---node-ip-address ...` on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker
+what the host sends and limits its rate (`tc netem`; on a kernel without netem, link_shaper.py does it in
+user space over TAP devices): between two hosts a packet takes the delay one way, twice it there and
+back. Ray starts on every host as the clusters guide tells a user (`ray start --head --node-ip-address ...`
+on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker
 host), then COMMAND runs on the head's host, `{head}` in its words replaced by the head's address and
 port, and its exit code is this script's. On the way out, normal or not, every process in the hosts'
 namespaces is ended and the namespaces, with their links, are deleted; `down` does the same for a run
@@ -33,6 +34,7 @@ SWITCH = PREFIX + "switch"  # the namespace holding the bridge the hosts' links 
 SUBNET = "10.213.7"
 RAY_PORT = 6379
 RAY = str(Path(sys.executable).with_name("ray"))
+SHAPER = str(Path(__file__).with_name("link_shaper.py"))
 END_GRACE_SECONDS = 5.0
 
 
@@ -58,38 +60,66 @@ def our_namespaces() -> list[str]:
     return [line.split()[0] for line in listed.splitlines() if line.startswith(PREFIX)]
 
 
-def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> None:
-    """The switch's namespace with its bridge, and each host's namespace linked to it."""
+def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> subprocess.Popen | None:
+    """The switch's namespace with its bridge, and each host's namespace linked to it; a delay on a kernel
+    without netem is link_shaper.py's, which is returned, running."""
+    in_user_space = bool(delay_ms) and not netem_available()
     ip("netns", "add", SWITCH)
     ip("link", "add", "bridge", "type", "bridge", namespace=SWITCH)
     ip("link", "set", "bridge", "up", namespace=SWITCH)
     for index, host in enumerate(hosts):
         ip("netns", "add", host)
         ip("link", "set", "lo", "up", namespace=host)
-        # made inside the switch's namespace, one end then moved to the host's: nothing appears outside them
-        ip("link", "add", f"port{index}", "type", "veth", "peer", "name", "eth0", namespace=SWITCH)
-        ip("link", "set", "eth0", "netns", host, namespace=SWITCH)
+        if in_user_space:  # two TAP devices that link_shaper.py joins
+            ip("tuntap", "add", "dev", f"port{index}", "mode", "tap", namespace=SWITCH)
+            ip("tuntap", "add", "dev", "eth0", "mode", "tap", namespace=host)
+        else:  # made inside the switch's namespace, one end then moved to the host's: nothing appears outside them
+            ip("link", "add", f"port{index}", "type", "veth", "peer", "name", "eth0", namespace=SWITCH)
+            ip("link", "set", "eth0", "netns", host, namespace=SWITCH)
         ip("link", "set", f"port{index}", "master", "bridge", "up", namespace=SWITCH)
         ip("addr", "add", f"{address(index)}/24", "dev", "eth0", namespace=host)
         ip("link", "set", "eth0", "up", namespace=host)
         # Ray finds a host's own address by the route to a public one (a UDP socket's connect: nothing is
         # sent); the route ends at the bridge, which has no way out of the switch's namespace
         ip("route", "add", "default", "dev", "eth0", namespace=host)
-        shape_link(host, delay_ms, rate_mbit)
+        if not in_user_space:
+            shape_link(host, delay_ms, rate_mbit)
+    return start_shaper(hosts, delay_ms, rate_mbit) if in_user_space else None
 
 
 def shape_link(host: str, delay_ms: float, rate_mbit: float) -> None:
-    """A delay (netem) and a rate limit on what a host sends; a rate alone with tbf, which kernels without
-    netem (this project's machine) still have."""
+    """A delay (netem) and a rate limit on what a host sends; a rate alone with tbf."""
     if delay_ms:
-        if not netem_available():
-            raise RuntimeError("this kernel has no netem queueing discipline (sch_netem): no delay can be emulated")
         shape = ["netem", "delay", f"{delay_ms:g}ms", *(["rate", f"{rate_mbit:g}mbit"] if rate_mbit else [])]
     elif rate_mbit:
         shape = ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", "64kb", "latency", "50ms"]
     else:
         return
     subprocess.run(in_namespace(host, ["tc", "qdisc", "add", "dev", "eth0", "root", *shape]), check=True)
+
+
+def start_shaper(hosts: list[str], delay_ms: float, rate_mbit: float) -> subprocess.Popen:
+    """link_shaper.py in the switch's namespace, joining each host's eth0 to its port; returns once it runs."""
+    pairs = [f"{host}:port{index}" for index, host in enumerate(hosts)]
+    command = [sys.executable, SHAPER, "--delay-ms", f"{delay_ms:g}", "--rate-mbit", f"{rate_mbit:g}", *pairs]
+    shaper = subprocess.Popen(in_namespace(SWITCH, command), stdout=subprocess.PIPE, text=True)
+    if shaper.stdout.readline().strip() != "ready":
+        shaper.kill()
+        raise RuntimeError(f"link_shaper.py did not start (exit {shaper.wait()})")
+    return shaper
+
+
+def shaper_cpu_seconds() -> float:
+    """The CPU seconds link_shaper.py has used so far (0 where the links are the kernel's)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = 0.0
+    for pid in processes_named(SWITCH, SHAPER):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        used += (int(fields[11]) + int(fields[12])) / ticks  # utime and stime, the stat file's 14th and 15th
+    return used
 
 
 def netem_available() -> bool:
@@ -217,11 +247,15 @@ def cluster(workers: int, cpus: int, head_cpus: int, delay_ms: float = 0.0, rate
     if our_namespaces():
         raise RuntimeError(f"namespaces of an earlier run are still here ({', '.join(our_namespaces())}): run `down`")
     hosts = host_names(workers)
+    shaper = None
     try:
-        make_hosts(hosts, delay_ms, rate_mbit)
+        shaper = make_hosts(hosts, delay_ms, rate_mbit)
         start_ray(hosts, cpus, head_cpus)
         yield f"{address(0)}:{RAY_PORT}"
     finally:
+        if shaper is not None:  # ended and reaped here: take_down waits for every process of the namespaces to go
+            shaper.terminate()
+            shaper.wait()
         take_down()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,3 +164,19 @@ def fill(disk) -> Path:
         except OSError:
             pass
     return filler
+
+
+def namespaces_can_be_made() -> str:
+    """Why this machine cannot make network namespaces; empty if it can."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2's ip and tc"
+    probe = subprocess.run(["ip", "netns", "add", "a3c-probe"], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "del", "a3c-probe"], capture_output=True)
+    return "" if probe.returncode == 0 else f"ip netns add failed: {probe.stderr.strip()}"
+
+
+def our_namespaces() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith("a3c-")]

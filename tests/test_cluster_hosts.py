@@ -4,35 +4,17 @@ each as the clusters guide tells a user (benchmarks/netns_cluster.py), the train
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, namespaces_can_be_made, our_namespaces
 
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
 pytestmark = pytest.mark.slow
 
 SCRIPT = str(REPO_ROOT / "benchmarks" / "netns_cluster.py")
-
-
-def namespaces_can_be_made() -> str:
-    """Why this machine cannot make network namespaces; empty if it can."""
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2's ip and tc"
-    probe = subprocess.run(["ip", "netns", "add", "a3c-probe"], capture_output=True, text=True)
-    subprocess.run(["ip", "netns", "del", "a3c-probe"], capture_output=True)
-    return "" if probe.returncode == 0 else f"ip netns add failed: {probe.stderr.strip()}"
-
-
-def our_namespaces() -> list[str]:
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in listed.splitlines() if line.startswith("a3c-")]
 
 
 @pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
