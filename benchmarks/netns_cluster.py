@@ -4,17 +4,17 @@
     netns_cluster.py down        # remove whatever a killed run left behind
 
 `run` makes a head host and --workers worker hosts, each a namespace of its own with one link (a veth pair,
-or two TAP devices) to a bridge in a further namespace, the hosts at 10.213.7.1, .2, ... (addresses inside the namespaces
-only: nothing outside them is ever addressed). With --delay-ms and --rate-mbit each host's link delays
-what the host sends and limits its rate (`tc netem`; on a kernel without netem, link_shaper.py does it in
-user space over TAP devices): between two hosts a packet takes the delay one way, twice it there and
-back. Ray starts on every host as the clusters guide tells a user (`ray start --head --node-ip-address ...`
-on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker
-host), then COMMAND runs on the head's host, `{head}` in its words replaced by the head's address and
-port, and its exit code is this script's. On the way out, normal or not, every process in the hosts'
-namespaces is ended and the namespaces, with their links, are deleted; `down` does the same for a run
-that was killed outright, and says what it found. The hosts share this machine's cores, memory, disk and
-/dev/shm: only their network is their own.
+or two TAP devices) to a bridge in a further namespace, the hosts at 10.213.7.1, .2, ... (addresses inside
+the namespaces only: nothing outside them is ever addressed). With --delay-ms and --rate-mbit each host's
+link delays what the host sends and limits its rate (`tc netem`; on a kernel without netem, link_shaper.py
+does it in user space over TAP devices): between two hosts a packet takes the delay one way, twice it there
+and back. Ray starts on every host as the clusters guide tells a user (`ray start --head --node-ip-address
+...` on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker host), then COMMAND
+runs on the head's host, `{head}` in its words replaced by the head's address and port, and its exit code is
+this script's. On the way out, normal or not, every process in the hosts' namespaces is ended and the
+namespaces, with their links, are deleted; `down` does the same for a run that was killed outright, and says
+what it found. The hosts share this machine's cores, memory, disk and /dev/shm: only their network is their
+own.
 """
 
 from __future__ import annotations
