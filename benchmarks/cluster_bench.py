@@ -11,7 +11,9 @@ offers no CPUs, and two worker hosts, each link unshaped (the kernel's veth) or 
 1 Gbit/s) or a WAN (20 ms, 100 Mbit/s) one way (with netem, or on a kernel without it, as this project's
 machine, with link_shaper.py in user space: its CPU seconds are reported with each run). They share this
 machine's cores: a cluster here is the local backend's work spread over hosts, plus what the network and
-Ray add, which is what is measured.
+Ray add, which is what is measured. So that the hosts share the cores as the local backend's workers do,
+each group runs its share of them at once (`--active-workers`, cores / groups); on hosts of their own a
+group would take turns on its host's cores.
 
 Throughput: CartPole-v1's pipeline (8 processes x 32 envs, t-max 10, no replay, no evaluator), each run
 stopped by SIGINT after --seconds: `--backend local` on this machine, then, for each link and each
@@ -28,6 +30,7 @@ or the env's timeout: runs solved, env steps and seconds.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import tempfile
@@ -46,6 +49,7 @@ HEAD = PREFIX + "head"
 LAN = "LAN (1 ms, 1 Gbit/s)"
 LINKS = {"unshaped": (0.0, 0.0), LAN: (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
 WORKERS, ENVS, GROUPS = 8, 32, 2
+GROUP_ACTIVE = max(1, (os.cpu_count() or 1) // GROUPS)  # each host's share of the cores the hosts share
 LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
 
 
@@ -68,6 +72,7 @@ def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
                         ray_address=head,
                         nodes=GROUPS,
                         sync_interval=interval,
+                        active_workers=GROUP_ACTIVE,
                     )
                     moved = sum(sum(after) - sum(start) for after, start in zip(map(link_bytes, workers), before))
                     syncs = sum(group["syncs"] for group in run["summary"].get("group_figures", []))
@@ -108,9 +113,12 @@ def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[st
                         nodes=GROUPS,
                         num_processes=WORKERS // GROUPS,
                         sync_interval=interval,
+                        active_workers=GROUP_ACTIVE,
                         extra=extra,
                     )
-                    name = " ".join([f"2 groups x 4 on the LAN hosts, --sync-interval {interval}", *extra])
+                    name = " ".join(
+                        [f"2 groups x 4 ({GROUP_ACTIVE} active) on the LAN hosts, --sync-interval {interval}", *extra]
+                    )
                     by.setdefault(name, []).append(cluster_run)
     return runs
 
