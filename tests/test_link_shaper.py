@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -76,6 +77,8 @@ def test_two_hosts_see_the_delay_each_way_the_rate_and_a_cut_and_nothing_is_left
         pytest.skip("namespaces of an earlier run are here (netns_cluster.py down)")
     if netns_cluster.netem_available():
         pytest.skip("this kernel has netem: netns_cluster.py shapes links with it, not with link_shaper.py")
+    if not os.path.exists("/dev/net/tun"):
+        pytest.skip("no /dev/net/tun: TAP devices cannot be made here")
     head, worker = netns_cluster.host_names(1)
     started = [netns_cluster.make_hosts([head, worker], DELAY_MS, RATE_MBIT)]  # the shaper, then the servers
     try:
