@@ -25,6 +25,7 @@ import selectors
 import signal
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 TUNSETIFF = 0x400454CA
@@ -69,6 +70,8 @@ class Link:
 
 @dataclass(order=True)
 class Delivery:
+    """A frame a host sent, due at its bridge port at `due` (`order` keeps equal times first in, first out)."""
+
     due: float
     order: int
     link: Link = field(compare=False)
@@ -76,6 +79,8 @@ class Delivery:
 
 
 class Shaper:
+    """Every link's frames, carried between the host and its port until `stop()` says so."""
+
     def __init__(self, links: list[Link], delay_seconds: float, rate_bits_per_second: float):
         self.delay, self.rate = delay_seconds, rate_bits_per_second
         self.pending: list[Delivery] = []
@@ -85,7 +90,7 @@ class Shaper:
             self.selector.register(link.host_side, selectors.EVENT_READ, (link, True))
             self.selector.register(link.switch_side, selectors.EVENT_READ, (link, False))
 
-    def run(self, stop) -> None:
+    def run(self, stop: Callable[[], bool]) -> None:
         while not stop():
             now = time.monotonic()
             timeout = max(self.pending[0].due - now, 0.0) if self.pending else 0.5
@@ -98,7 +103,7 @@ class Shaper:
         for _ in range(READS_PER_WAKE):
             try:
                 frame = os.read(descriptor, FRAME_BYTES)
-            except (BlockingIOError, OSError):
+            except OSError:  # nothing more waiting (BlockingIOError), or the device is down
                 return
             if not sent_by_host:
                 write(link.host_side, frame)
