@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO_ROOT, namespaces_can_be_made, our_namespaces
+from .conftest import REPO_ROOT, namespaces_can_be_made
 
 
 def benchmark_module(name: str):
@@ -105,4 +105,4 @@ def test_two_hosts_see_the_delay_each_way_the_rate_and_a_cut_and_nothing_is_left
             process.kill()
             process.wait()
         netns_cluster.take_down()
-    assert our_namespaces() == []
+    assert netns_cluster.our_namespaces() == []
