@@ -12,9 +12,12 @@ import torch
 from a3c.agent import load_agent, model_from_checkpoint
 from a3c.config.settings import Config
 from a3c.envs.make import env_spec
+from a3c.errors import WriteError
 from a3c.learn.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
 from a3c.nets.actor_critic import ActorCritic, StockOptions
 from a3c.nets.factory import build_model
+
+from .conftest import fill
 
 DATA = Path(__file__).parent / "data"
 
@@ -68,6 +71,17 @@ def test_saving_again_replaces_the_file(tmp_path):
     save_checkpoint(path, {"config": {}, "model": {}, "env_steps": 2})
     assert load_checkpoint(path)["env_steps"] == 2
     assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]
+
+
+def test_a_disk_that_fills_mid_checkpoint_raises_a_write_error_and_leaves_no_partial_file(small_disk):
+    spare = small_disk / "spare"
+    spare.write_bytes(bytes(8192))
+    fill(small_disk)
+    spare.unlink()  # two pages free: the checkpoint's first bytes fit, its end does not
+    path = small_disk / "last.pt"
+    with pytest.raises(WriteError, match="No space left on device"):
+        save_checkpoint(path, {"config": {}, "model": {"weight": torch.zeros(64, 1024)}})
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
 
 
 @pytest.mark.parametrize("writer", ["torch.save", "pickle.dump"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -81,8 +82,12 @@ def mask_origin(source) -> str:
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
-    """Write to a temporary file, fsync, then rename: a crash leaves the old file intact."""
+    """Write to a temporary file, fsync, then rename: a crash leaves the old file intact. The bytes are made
+    in memory first: torch's zip writer, failing mid-file on a full disk, replaces the OSError with a
+    RuntimeError of its own, where a plain write raises the OSError that `writing` names."""
     path = Path(path)
+    serialized = io.BytesIO()
+    torch.save({"format": FORMAT, "version": VERSION, **payload}, serialized)
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         for stale in path.parent.glob(path.name + ".*.tmp"):  # left by a writer killed mid-write
@@ -90,7 +95,7 @@ def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as file:
-                torch.save({"format": FORMAT, "version": VERSION, **payload}, file)
+                file.write(serialized.getbuffer())
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(tmp, path)
