@@ -1,13 +1,12 @@
 """Atari throughput: env (agent) steps/s of the trainer on Pong at 8 processes, beside the environment alone.
 
 Contenders, interleaved over --repeats in one invocation (the machine's speed drifts between sittings):
-- this checkout with the Atari preset (ALE's vector env, the LSTM on 16 envs x t-max 20, centred frames);
-- the preset on 4 and on 2 processes against 8: what the processes beyond the cores cost or give;
-- the preset with its convolutions in bfloat16 (autocast; a3c/nets/precision.py), on 8 and on 4 processes;
-- the preset with `--convnet small` (four 3 x 3 convolutions on frames averaged to 42 x 42), float32 and
-  bfloat16, on 4 processes;
-- versions 0.12-0.14's preset (4 envs x t-max 20): what the wider acting batches give;
-- feed-forward on 16 envs x t-max 5 (the preset of versions 0.6-0.11): the LSTM's cost;
+- this checkout with the Atari preset (ALE's vector env, the LSTM on 16 envs x t-max 20, centred frames, the
+  newest frame only, the convolutions in bfloat16 where the CPU has it) on 8 processes;
+- the preset on 4 and on 2 processes: what the processes beyond the cores cost or give;
+- on 4 processes: the preset in float32 (what a CPU without bfloat16 gets), on four stacked frames (the
+  preset of versions 0.18-0.22), with `--convnet small` (four 3 x 3 convolutions on frames averaged to
+  42 x 42), and feed-forward on 16 envs x t-max 5 (the LSTM's cost);
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -95,26 +94,21 @@ def env_alone(kind: str, seconds: float) -> float:
 def contenders_of(baseline: Path | None, only: list[str] | None) -> dict[str, tuple[Path, dict]]:
     """The contenders by label: the checkout's code and its trainer options (--baseline adds another checkout,
     --only keeps the labels holding a text)."""
-    wide = {"envs_per_process": 16, "t_max": 5}
+    four = {"num_processes": 4}
     contenders = {
-        "this checkout, preset (the LSTM, 16 envs x t-max 20, centred frames)": (REPO, {}),
-        "this checkout, preset, 4 processes (two a core)": (REPO, {"num_processes": 4}),
-        "this checkout, preset, 2 processes (one a core)": (REPO, {"num_processes": 2}),
-        "this checkout, preset, --precision bfloat16": (REPO, {"precision": "bfloat16"}),
-        "this checkout, preset, 4 processes, --precision bfloat16": (
+        "this checkout, preset (one frame, the LSTM, 16 envs x t-max 20, bfloat16 where the CPU has it)": (REPO, {}),
+        "this checkout, preset, 4 processes (two a core, as atari_learn.py runs it)": (REPO, four),
+        "this checkout, preset, 2 processes (one a core, the default here)": (REPO, {"num_processes": 2}),
+        "this checkout, preset, 4 processes, --precision float32 (a CPU without bfloat16)": (
             REPO,
-            {"num_processes": 4, "precision": "bfloat16"},
+            {**four, "precision": "float32"},
         ),
-        "this checkout, preset, 4 processes, --convnet small": (REPO, {"num_processes": 4, "convnet": "small"}),
-        "this checkout, preset, 4 processes, --convnet small --precision bfloat16": (
+        "this checkout, preset, 4 processes, --frames 4 (versions 0.18-0.22)": (REPO, {**four, "frames": 4}),
+        "this checkout, preset, 4 processes, --convnet small": (REPO, {**four, "convnet": "small"}),
+        "this checkout, feed-forward, 16 envs x t-max 5, 4 processes": (
             REPO,
-            {"num_processes": 4, "convnet": "small", "precision": "bfloat16"},
+            {**four, "envs_per_process": 16, "t_max": 5, "core": "none"},
         ),
-        "this checkout, 0.12-0.14's preset: 4 envs x t-max 20, frames as they are": (
-            REPO,
-            {"envs_per_process": 4, "lr": 4e-4, "center_frames": False},
-        ),
-        "this checkout, feed-forward, 16 envs x t-max 5": (REPO, {**wide, "core": "none"}),
     }
     if baseline is not None:
         contenders[f"baseline {baseline}, its preset"] = (baseline, {})
