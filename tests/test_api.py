@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import a3c
-from a3c.config.presets import PRESETS
+from a3c.config.presets import ATARI, MINATAR, PRESETS
 from a3c.envs.make import env_spec
 from a3c.learn.distributions import Gaussian
 
@@ -31,6 +31,12 @@ def test_for_env_applies_the_preset_then_the_overrides():
             assert getattr(config, name) == value, name
     assert a3c.Config(env="Pendulum-v1").gamma != config.gamma  # the plain constructor applies no preset
     assert a3c.Config.for_env("ALE/Pong-v5").clip_rewards  # every Atari game shares one preset
+
+
+def test_every_preset_names_its_lr_so_the_default_moves_only_envs_without_one():
+    for preset in [*PRESETS.values(), ATARI, MINATAR]:
+        assert "lr" in preset
+    assert a3c.Config.for_env("CartPole-v1").lr == 5e-3 != a3c.Config.for_env("MountainCar-v0").lr
 
 
 def test_the_example_file_is_the_readmes_python_example():
