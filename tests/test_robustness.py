@@ -12,7 +12,6 @@ import time
 import pytest
 import torch
 
-from a3c.config.settings import Config
 from a3c.learn.checkpoint import load_checkpoint, save_checkpoint
 from a3c.learn.learner import RolloutReport
 from a3c.learn.optim import SharedAdam
@@ -64,8 +63,9 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
     steps = [int(row["env_steps"]) for row in rows_after]
     assert steps == sorted(set(steps))  # no row duplicated, none goes back
     assert new_rows and int(new_rows[0]["env_steps"]) > saved["env_steps"]
+    lr = json.loads((run_dir / "config.json").read_text())["lr"]
     for row in new_rows:  # the lr decays to 0 at the new --max-steps from where the run was
-        expected = max(0.0, Config().lr * (1 - int(row["env_steps"]) / max_steps))
+        expected = max(0.0, lr * (1 - int(row["env_steps"]) / max_steps))
         assert float(row["lr"]) == pytest.approx(expected, abs=2e-6)
     resumed = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert resumed["env_steps"] >= max_steps
