@@ -20,10 +20,12 @@ DEFAULTS = Config()
 
 
 def option(name: str, help: str, **kwargs):
-    """A training option whose default is the Config default of the same name."""
+    """A training option whose default is the Config default of the same name (a flag's auto: not given)."""
     field = field_name(name)
     default = getattr(DEFAULTS, field)
     default = option_value(default) if isinstance(default, tuple) else default
+    if "/" in name and default == "auto":
+        return click.option(name, field, default=None, show_default="auto", help=help, **kwargs)
     return click.option(name, field, default=default, show_default=True, help=help, **kwargs)
 
 
@@ -37,6 +39,18 @@ class TargetReturn(click.ParamType):
             return float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number, 'auto' or 'none'", param, ctx)
+
+
+class AutoFloat(click.ParamType):
+    name = "FLOAT|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number or 'auto'", param, ctx)
 
 
 class Widths(click.ParamType):
@@ -90,8 +104,8 @@ TRAIN_OPTIONS = [
     option(
         "--novelty-coef",
         "weight of a bonus reward for reaching observations a random network's trained predictor gets wrong "
-        "(random network distillation: flat observations; 0: none)",
-        type=float,
+        "(random network distillation: flat observations; 0: none; auto: 0.1 on flat observations, 0 on others)",
+        type=AutoFloat(),
     ),
     option(
         "--model",
@@ -104,7 +118,11 @@ TRAIN_OPTIONS = [
     ),
     option("--gamma", "discount factor", type=float),
     option("--reward-scale", "multiply rewards by this in the loss (logs keep them unscaled)", type=float),
-    option("--normalize-obs/--no-normalize-obs", "normalise observations by a running mean and std"),
+    option(
+        "--normalize-obs/--no-normalize-obs",
+        "normalise observations by a running mean and std (auto: on for flat observations, off for frames and "
+        "Dict or Tuple ones)",
+    ),
     option(
         "--center-frames/--no-center-frames",
         "frames: each frame less its own mean pixel before the convnet (on for Atari)",

@@ -1,10 +1,11 @@
-"""Exploration: rewards that random play almost never finds, with NoisyNet on, off, and entropy dithering instead.
+"""Exploration: rewards that random play almost never finds, with the novelty bonus and the NoisyNet heads on and
+off, and entropy dithering instead.
 
     explore.py                                    # every task, 5 seeds
     explore.py --env a3c/DeepSea20-v0 --seeds 3   # one task
-    explore.py --only noise --only "no noise"     # two contenders
+    explore.py --only defaults --only "no noise"  # two contenders
     explore.py --at-start                         # what the noise does to fresh networks, at each sigma
-    explore.py --env MountainCar-v0 --normalize-obs --timeout 120   # ours with --normalize-obs; runs capped
+    explore.py --env MountainCar-v0 --timeout 120 # runs capped
 
 The tasks: DeepSea at N = 10, 20 and 30 (a3c/envs/deep_sea.py: random play finds the corner in 2 of 2^N
 episodes, and a policy that dithers step by step no more often), and MountainCar-v0, gymnasium's
@@ -13,20 +14,20 @@ within the episode's 200 steps; the RL Zoo has A2C and PPO settings for it). Fro
 its 8x8 map is found by random play in about 1 of 500 episodes, too often to tell exploration apart,
 and the Zoo has no settings for it.
 
-The contenders, side by side, interleaved by seed: ours with the trainer's defaults (the NoisyNet heads on,
-sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the same with the larger
+The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on these flat
+observations the novelty bonus, --novelty-coef auto = 0.1, and normalised observations; the NoisyNet heads on,
+sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the defaults with
+`--no-noise`, without the novelty bonus, and without both; the defaults with each other novelty bonus of
+--novelty-coefs, with and without the noise; and, without the novelty bonus, the noise's variants: the larger
 starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for all of a worker's envs, one a
-rollout for each env, one for each env held for its episode), the same with each of --kl-targets (the draws
-scaled to hold that KL from the mean policy: --noise-kl-target), `--no-noise` (its entropy bonus the default
-0.01), and `--no-noise` with a larger bonus, each of --entropy-coefs (dithering; the best of them is the tuned
-one), and the defaults, with and without the noise, with a novelty bonus of each of --novelty-coefs (random
-network distillation: --novelty-coef); on MountainCar also SB3 A2C and PPO with the Zoo's settings. Each run
-stops at the task's target once new greedy episodes confirm it, or at 1M env steps (the trainer's default
---max-steps), or at the task's timeout. Reported per task and contender: seeds solved, env steps to the
-confirmed solve (median and range), the final greedy return, and, as medians over the run's metrics.csv rows
-then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips, noise_consistency,
-noise_share, noise_scale: docs/reference/run-directory.md), and the novelty's error where a contender has its
-bonus.
+rollout for each env, one for each env held for its episode), each of --kl-targets (the draws scaled to hold that
+KL from the mean policy: --noise-kl-target), and `--no-noise` with a larger entropy bonus, each of
+--entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
+Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
+(the trainer's default --max-steps), or at the task's timeout. Reported per task and contender: seeds solved, env
+steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's metrics.csv
+rows then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips, noise_consistency,
+noise_share, noise_scale: docs/reference/run-directory.md), and the novelty's error where a contender has its bonus.
 """
 
 from __future__ import annotations
@@ -56,32 +57,39 @@ FIGURES = ("entropy", *EXPLORATION_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
-def contenders(env: str, kinds: dict[str, list[float]], only, common: dict) -> dict:
-    """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults;
-    `common`: trainer options of every contender of ours."""
+def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
+    """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults. The
+    contenders that ask whether the noise or dithering explores by itself do without the novelty bonus."""
 
     def trained(seed, suite, **options):
-        return ours(env, seed, suite, **common, **options)
+        return ours(env, seed, suite, **options)
+
+    def without_novelty(seed, suite, **options):
+        return trained(seed, suite, novelty_coef=0.0, **options)
 
     sigmas, entropy_coefs, kl_targets = kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"]
-    found = {"noise": lambda seed, suite: trained(seed, suite)}
+    found = {
+        "defaults": lambda seed, suite: trained(seed, suite),
+        "no noise": lambda seed, suite: trained(seed, suite, noise=False),
+        "no novelty": lambda seed, suite: without_novelty(seed, suite),
+        "no novelty, no noise": lambda seed, suite: without_novelty(seed, suite, noise=False),
+    }
     for coef in kinds["novelty_coefs"]:
-        found[f"noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(seed, suite, novelty_coef=coef)
-        found[f"no noise, novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(
+        found[f"novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(seed, suite, novelty_coef=coef)
+        found[f"novelty {coef:g}, no noise"] = lambda seed, suite, coef=coef: trained(
             seed, suite, noise=False, novelty_coef=coef
         )
     for target in kl_targets:
-        found[f"noise, KL target {target:g}"] = lambda seed, suite, target=target: trained(
+        found[f"no novelty, KL target {target:g}"] = lambda seed, suite, target=target: without_novelty(
             seed, suite, noise_kl_target=target
         )
     for sigma in sigmas:
         for draw, said in DRAWS.items():
-            found[f"noise, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: trained(
+            found[f"no novelty, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: without_novelty(
                 seed, suite, sigma_init=sigma, noise_draw=draw
             )
-    found["no noise"] = lambda seed, suite: trained(seed, suite, noise=False)
     for coef in entropy_coefs:
-        found[f"no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: trained(
+        found[f"no novelty, no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: without_novelty(
             seed, suite, noise=False, entropy_coef=coef
         )
     if env in WITH_SB3:
@@ -90,8 +98,8 @@ def contenders(env: str, kinds: dict[str, list[float]], only, common: dict) -> d
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None, common: dict) -> dict:
-    runs_by = contenders(env, kinds, only, common)
+def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None) -> dict:
+    runs_by = contenders(env, kinds, only)
     results = {name: [] for name in runs_by}
     for seed in range(suite.seeds):
         for name, contender in runs_by.items():
@@ -135,16 +143,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--novelty-coefs",
-        default="0.01,0.1",
-        help="the --novelty-coef of contenders with a novelty bonus (random network distillation), comma-separated",
+        default="0.01,0.3",
+        help="the --novelty-coef of contenders with another bonus than the default's (random network distillation), "
+        "comma-separated",
     )
     parser.add_argument("--only", action="append", metavar="CONTENDER", help='e.g. "no noise"; repeat for more')
-    parser.add_argument("--normalize-obs", action="store_true", help="every contender of ours with --normalize-obs")
     parser.add_argument("--timeout", type=float, help="seconds a run may take (default: the task's)")
     parser.add_argument("--out", default="explore", help="results name")
     parser.add_argument("--at-start", action="store_true", help="only what the noise does to fresh networks")
     args = parser.parse_args()
-    info = {**environment(), "options_of_ours": {"normalize_obs": True} if args.normalize_obs else {}}
+    info = environment()
     kinds = {
         name: [float(value) for value in getattr(args, name).split(",") if value]
         for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
@@ -159,7 +167,7 @@ def main() -> None:
         return
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, kinds, args.only, info["options_of_ours"])
+        results[env] = run_task(env, task, kinds, args.only)
         report(info, tasks, results, args.out, FIGURES)
 
 

@@ -179,6 +179,8 @@ def test_an_update_gives_the_gradient_of_the_a3c_loss(env, envs, learner, core, 
         learner=learner,
         core=core,
         hidden_sizes=(16, 16),
+        novelty_coef=0.0,  # the A3C loss alone (tests/test_novelty.py has the predictor's)
+        normalize_obs=False,  # the statistics move with the rollout (tests/test_normalize.py)
     )
     learner = ActorLearner(config, worker_seeds(config, rank=0))
     learner.compute_gradient()  # a rollout in: the next one starts from a carried LSTM state

@@ -9,6 +9,8 @@ import re
 import pytest
 
 import a3c
+from a3c.config.settings import for_spaces
+from a3c.envs.make import env_spec
 from a3c.learn.checkpoint import load_checkpoint
 from a3c.run.metrics import EVAL_COLUMNS, TRAIN_COLUMNS
 
@@ -75,7 +77,8 @@ def test_a_callback_sees_the_start_every_row_and_the_summary(tmp_path):
     config = a3c.Config(**CUE_RUN, max_steps=50_000_000, run_dir=str(tmp_path / "run"))
     result = a3c.train(config, verbose=False, callbacks=[recorder])
     kind, started_with, run_dir = recorder.calls[0]
-    assert kind == "start" and started_with == config.replace(target_return=None) and run_dir == result.run_dir
+    decided = for_spaces(config, env_spec(config.env)).replace(target_return=None)  # auto made concrete
+    assert kind == "start" and started_with == decided and run_dir == result.run_dir
     assert recorder.calls[-1] == ("end", json.loads((result.run_dir / "summary.json").read_text()))
     metrics, evaluations = csv_rows(run_dir / "metrics.csv"), csv_rows(run_dir / "eval.csv")
     assert len(recorder.rows("metrics")) == len(metrics) >= 10 and evaluations

@@ -146,9 +146,9 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "version, words",
     [
-        (999, "format 999; a3c .* reads formats 1 to 4; upgrade a3c"),
-        (0, "format 0; a3c .* reads formats 1 to 4$"),
-        ("2", "format 2; a3c .* reads formats 1 to 4$"),
+        (999, "format 999; a3c .* reads formats 1 to 5; upgrade a3c"),
+        (0, "format 0; a3c .* reads formats 1 to 5$"),
+        ("2", "format 2; a3c .* reads formats 1 to 5$"),
     ],
 )
 def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
@@ -158,7 +158,7 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
         load_checkpoint(path)
 
 
-def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_4(tmp_path):
+def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_5(tmp_path):
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     old = {
         "format": "a3c-checkpoint",
@@ -169,21 +169,22 @@ def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_f
     }
     torch.save(old, tmp_path / "v1.pt")
     loaded = load_checkpoint(tmp_path / "v1.pt")
-    assert loaded["version"] == 4 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
-    save_checkpoint(tmp_path / "v4.pt", {"config": Config().to_dict(), "model": model.state_dict()})
-    assert torch.load(tmp_path / "v4.pt", weights_only=True)["version"] == 4
+    assert loaded["version"] == 5 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
+    save_checkpoint(tmp_path / "v5.pt", {"config": Config().to_dict(), "model": model.state_dict()})
+    assert torch.load(tmp_path / "v5.pt", weights_only=True)["version"] == 5
 
 
 def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
     """Format 2 had no value statistics: its config says so, and its weights load into a network without them."""
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
-    config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k not in ("center_values", "critic")}
+    settings = Config(hidden_sizes=(8,), normalize_obs=False).to_dict()  # format 2 had no novelty_coef
+    config = {k: v for k, v in settings.items() if k not in ("center_values", "critic", "novelty_coef")}
     torch.save(
         {"format": "a3c-checkpoint", "version": 2, "config": config, "model": model.state_dict(), "env_steps": 5},
         tmp_path / "v2.pt",
     )
     loaded = load_checkpoint(tmp_path / "v2.pt")
-    assert loaded["version"] == 4 and loaded["config"]["center_values"] == "off"
+    assert loaded["version"] == 5 and loaded["config"]["center_values"] == "off"
     rebuilt, saved_config, _ = model_from_checkpoint(loaded)
     assert saved_config.center_values == "off" and rebuilt.value_stats is None
     assert build_model(Config(hidden_sizes=(8,)), env_spec("CartPole-v1")).value_stats is not None  # a new run's
@@ -203,6 +204,21 @@ def test_a_format_3_checkpoint_keeps_its_value_head_on_the_lstms_output(tmp_path
     assert saved_config.critic == "shared" and rebuilt.critic_encoder is None and rebuilt.value_stats is not None
     own = build_model(Config(hidden_sizes=(8,), critic="own"), spec)
     assert own.critic_encoder is not None and own.value_stats is None
+
+
+def test_a_format_4_checkpoint_without_a_novelty_coefficient_had_no_bonus(tmp_path):
+    """Before --novelty-coef auto a config without the field meant no novelty bonus: its weights, which have no
+    novelty networks, load into a network without them, where a new run on flat observations has them."""
+    spec = env_spec("CartPole-v1")
+    old = build_model(Config(hidden_sizes=(8,), novelty_coef=0.0), spec)
+    config = {k: v for k, v in Config(hidden_sizes=(8,)).to_dict().items() if k != "novelty_coef"}
+    torch.save(
+        {"format": "a3c-checkpoint", "version": 4, "config": config, "model": old.state_dict(), "env_steps": 5},
+        tmp_path / "v4.pt",
+    )
+    rebuilt, saved_config, _ = model_from_checkpoint(load_checkpoint(tmp_path / "v4.pt"))
+    assert saved_config.novelty_coef == 0.0 and rebuilt.novelty is None
+    assert build_model(Config(hidden_sizes=(8,)), spec).novelty is not None
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

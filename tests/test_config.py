@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from a3c.config.settings import Config, ConfigError, config_for_resume
+from a3c.config.settings import AUTO_NOVELTY_COEF, Config, ConfigError, config_for_resume, for_spaces
+from a3c.envs.spec import EnvSpec
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,7 @@ def test_a_resumed_run_may_change_the_novelty_coefficient_but_not_turn_it_on_or_
     with pytest.raises(ConfigError, match="--novelty-coef 0.0 contradicts the checkpoint"):
         config_for_resume(saved, {"novelty_coef": 0.0})
     with pytest.raises(ConfigError, match="--novelty-coef"):
-        config_for_resume(Config(env="CartPole-v1"), {"novelty_coef": 0.01})
+        config_for_resume(Config(env="CartPole-v1", novelty_coef=0.0), {"novelty_coef": 0.01})
 
 
 def test_a_resumed_run_refuses_any_change_of_the_network_shape():
@@ -92,3 +93,31 @@ def test_a_resumed_run_refuses_any_change_of_the_network_shape():
     assert config_for_resume(saved, {"hidden_sizes": saved.hidden_sizes, "lr": 1e-3}).lr == 1e-3
     with pytest.raises(ConfigError, match="--hidden-sizes"):
         config_for_resume(saved, {"hidden_sizes": (32,)})
+
+
+def spec_of(obs_shape: tuple, obs_parts=None) -> EnvSpec:
+    return EnvSpec(obs_shape=obs_shape, num_actions=2, action_start=0, reward_threshold=None, obs_parts=obs_parts)
+
+
+def test_an_env_without_a_preset_explores_on_flat_observations_only():
+    """auto: a novelty bonus and normalised observations on a flat vector; neither on frames, whose novelty
+    networks are not built, nor on a Dict or Tuple's parts."""
+    explores = for_spaces(Config.for_env("MountainCar-v0"), spec_of((2,)))
+    assert explores.novelty_coef == AUTO_NOVELTY_COEF == 0.1 and explores.normalize_obs is True
+    for spec in (spec_of((4, 84, 84)), spec_of((6,), obs_parts=("parts",))):
+        decided = for_spaces(Config(), spec)
+        assert decided.novelty_coef == 0.0 and decided.normalize_obs is False
+
+
+def test_given_settings_win_over_auto_and_presets_keep_what_was_measured_for_them():
+    given = for_spaces(Config(novelty_coef=0.01, normalize_obs=False), spec_of((2,)))
+    assert given.novelty_coef == 0.01 and given.normalize_obs is False
+    for env, normalized in [("CartPole-v1", False), ("Acrobot-v1", False), ("Pendulum-v1", True)]:
+        preset = for_spaces(Config.for_env(env), spec_of((4,)))
+        assert preset.novelty_coef == 0.0 and preset.normalize_obs is normalized
+
+
+@pytest.mark.parametrize("values", [{"novelty_coef": "more"}, {"novelty_coef": -0.1}, {"normalize_obs": "yes"}])
+def test_an_auto_setting_takes_auto_or_its_type_only(values):
+    with pytest.raises(ConfigError, match="--novelty-coef|--normalize-obs"):
+        Config(**values)

@@ -16,9 +16,9 @@ from a3c.run.trainer import train
 
 
 def learner_for(**options) -> ActorLearner:
-    config = Config(
-        **{"envs_per_process": 8, "t_max": 12, "max_grad_norm": 1e9, "replay_ratio": 1.0, "gae_lambda": 0.9, **options}
-    )
+    # no novelty bonus: a replay does not train its predictor (tests/test_novelty.py)
+    defaults = {"envs_per_process": 8, "t_max": 12, "max_grad_norm": 1e9, "replay_ratio": 1.0, "gae_lambda": 0.9}
+    config = Config(**{**defaults, "novelty_coef": 0.0, **options})
     torch.manual_seed(0)
     return ActorLearner(config, worker_seeds(config, rank=0))
 

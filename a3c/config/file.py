@@ -62,6 +62,10 @@ def coerce(value, kind, key: str, where: str):
         if isinstance(widths, list) and widths and all(isinstance(w, int) and not isinstance(w, bool) for w in widths):
             return tuple(widths)
         return refuse("a list of integers, like [64, 64]")
+    if kind == typing.Union[bool, str]:  # normalize_obs
+        return value if isinstance(value, bool) or value == "auto" else refuse('true, false or "auto"')
+    if kind == typing.Union[float, str]:  # novelty_coef
+        return value if value == "auto" else float(value) if is_number(value) else refuse('a number or "auto"')
     # target_return: a number, "auto", or none ("none", or JSON's null)
     if value is None or value in ("auto", "none"):
         return None if value in (None, "none") else value

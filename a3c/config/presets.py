@@ -9,11 +9,22 @@ from __future__ import annotations
 from a3c.config.options import as_option
 from a3c.envs.families import atari_game, is_atari, is_minatar
 
+# Each flat-observation preset names --novelty-coef and --normalize-obs, as measured for it: the defaults' auto
+# (a novelty bonus and normalised observations, for rewards random play seldom finds) came after them
+# (docs/design/choices.md, "Defaults that explore")
 PRESETS: dict[str, dict] = {
     # one env per process with 20-step rollouts and prioritised replay: fewer env steps than the defaults'
     # 8 x 8 envs in the same seconds; lr 5e-3: faster than 3e-3, more seeds than 1e-2 (docs/design/choices.md,
     # "The presets" and "The learning rate")
-    "CartPole-v1": {"envs_per_process": 1, "t_max": 20, "lr": 5e-3, "replay_ratio": 2.0, "replay_priority": 0.6},
+    "CartPole-v1": {
+        "envs_per_process": 1,
+        "t_max": 20,
+        "lr": 5e-3,
+        "replay_ratio": 2.0,
+        "replay_priority": 0.6,
+        "novelty_coef": 0.0,
+        "normalize_obs": False,
+    },
     # returns near -100 swamp the policy gradient unless scaled; the LSTM with a critic of its own, as the
     # value's error saturated a shared LSTM's cell (docs/design/choices.md, "The critic's own encoder")
     "Acrobot-v1": {
@@ -23,6 +34,8 @@ PRESETS: dict[str, dict] = {
         "critic": "own",
         "replay_ratio": 1.0,
         "replay_priority": 0.6,
+        "novelty_coef": 0.0,
+        "normalize_obs": False,
     },
     # angular velocities up to 8 saturate the LSTM unless normalised; replay saves env steps
     # (docs/design/choices.md, "Normalised observations for Pendulum" and "The presets")
@@ -39,6 +52,7 @@ PRESETS: dict[str, dict] = {
         "target_return": -200.0,
         "replay_ratio": 1.0,
         "replay_priority": 0.6,
+        "novelty_coef": 0.0,
     },
     # Acrobot's settings with the LSTM; an evaluation of long episodes every 5 s, to leave the cores to the
     # workers (docs/design/choices.md, "The presets")
@@ -49,6 +63,8 @@ PRESETS: dict[str, dict] = {
         "eval_interval": 5.0,
         "replay_ratio": 1.0,
         "replay_priority": 0.6,
+        "novelty_coef": 0.0,
+        "normalize_obs": False,
     },
 }
 

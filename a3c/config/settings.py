@@ -8,11 +8,16 @@ import os
 from dataclasses import dataclass
 from typing import Any, Union
 
+from a3c.config.file import is_number
 from a3c.config.options import option_name
 from a3c.config.presets import preset_for
 from a3c.envs.families import ATARI_FRAME_STACK, is_atari
+from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 
+# --novelty-coef auto on a flat vector of observations: the bonus that, with --normalize-obs, found MountainCar's
+# flag and DeepSea's corner on every seed (docs/design/choices.md, "Defaults that explore")
+AUTO_NOVELTY_COEF = 0.1
 MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
 
 
@@ -38,8 +43,9 @@ class Config:
     # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
     noise_kl_target: float = 0.0
     # the weight of a bonus reward for observations the novelty's networks predict badly (random network
-    # distillation, a3c/nets/novelty.py), each worker's errors divided by their running root mean square; 0: none
-    novelty_coef: float = 0.0
+    # distillation, a3c/nets/novelty.py), each worker's errors divided by their running root mean square; 0: none;
+    # auto: AUTO_NOVELTY_COEF on a flat vector of observations, none on frames and Dict or Tuple ones (for_spaces)
+    novelty_coef: Union[float, str] = "auto"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -53,7 +59,9 @@ class Config:
     # clipping ten times looser: CartPole solved sooner, and on every seed (docs/design/choices.md,
     # "Reward scale 0.1 and the value-loss coefficient")
     reward_scale: float = 0.1
-    normalize_obs: bool = False  # running mean/std of observations, shared by the workers
+    # running mean/std of observations, shared by the workers; auto: on for a flat vector of observations, off
+    # for frames and Dict or Tuple ones (for_spaces)
+    normalize_obs: Union[bool, str] = "auto"
     # frames: each frame less its own mean pixel before the convnet; on for Atari, where Pong's grey
     # background hid the ball from the critic (docs/design/choices.md, "Centred frames")
     center_frames: bool = False
@@ -258,7 +266,12 @@ def network_rules(config: Config) -> list[Rule]:
         ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
         ("noise_kl_target", config.noise_kl_target >= 0, ">= 0 (0: the draws as sigma makes them)"),
         ("noise_kl_target", not (config.noise_kl_target and not config.noise), "0 with --no-noise: nothing to scale"),
-        ("novelty_coef", config.novelty_coef >= 0, ">= 0 (0: no novelty bonus)"),
+        (
+            "novelty_coef",
+            config.novelty_coef == "auto" or is_number(config.novelty_coef) and config.novelty_coef >= 0,
+            ">= 0 (0: no novelty bonus), or auto",
+        ),
+        ("normalize_obs", config.normalize_obs in (True, False, "auto"), "true, false or auto"),
     ]
 
 
@@ -393,3 +406,14 @@ def config_for_resume(saved: Config, overrides: dict) -> Config:
     if changes.get("backend") == "local":
         changes.setdefault("ray_address", "")  # a Ray run resumed locally: its cluster address means nothing here
     return saved.replace(**changes)
+
+
+def for_spaces(config: Config, spec: EnvSpec) -> Config:
+    """`config` with the settings whose auto depends on the env's observations decided: --novelty-coef auto is
+    AUTO_NOVELTY_COEF and --normalize-obs auto on where the observations are one flat vector (what the novelty's
+    networks read; an env without a preset then explores), both off for frames and Dict or Tuple observations."""
+    flat = len(spec.obs_shape) == 1 and spec.obs_parts is None
+    return config.replace(
+        novelty_coef=(AUTO_NOVELTY_COEF if flat else 0.0) if config.novelty_coef == "auto" else config.novelty_coef,
+        normalize_obs=flat if config.normalize_obs == "auto" else config.normalize_obs,
+    )

@@ -14,7 +14,7 @@ from a3c.config.settings import Config
 from a3c.errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 4  # the format this a3c writes
+VERSION = 5  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -38,7 +38,13 @@ def upgrade_from_3(payload: dict) -> dict:
     return {**payload, "config": {"critic": "shared", **payload["config"]}, "version": 4}
 
 
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3}  # format N -> format N + 1
+def upgrade_from_4(payload: dict) -> dict:
+    """Format 4 (a3c 0.13 to 0.23): a config without `novelty_coef` had no novelty bonus, then the default;
+    from a3c 0.24 the default is auto, which turns it on for flat observations."""
+    return {**payload, "config": {"novelty_coef": 0.0, **payload["config"]}, "version": 5}
+
+
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4}  # format N -> N + 1
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

@@ -11,7 +11,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import torch
 
-from a3c.config.settings import Config
+from a3c.config.settings import Config, for_spaces
 from a3c.envs.batch import StepResult, make_env_batch
 from a3c.learn.distributions import Categorical, distribution, mask_logits, noise_effects
 from a3c.learn.noise_scale import adapted_noise_scale
@@ -103,9 +103,9 @@ class ActorLearner:
 
     def __init__(self, config: Config, seeds: WorkerSeeds, shared_statistics: Optional[dict[str, RunningNorm]] = None):
         """`shared_statistics`: the shared model's `statistics()`, updated and read in place."""
-        self.config = config
         self.envs = make_env_batch(config.env, seeds.envs, seeds.vector_env)
         spec = self.envs.spec
+        self.config = config = for_spaces(config, spec)
         self.model = build_model(config, spec)
         for name, norm in (shared_statistics or {}).items():
             setattr(self.model, name, norm)

@@ -3,7 +3,7 @@ structured variant for Dict and Tuple observations, or the user's own module (--
 
 from __future__ import annotations
 
-from a3c.config.settings import Config, centers_values
+from a3c.config.settings import Config, centers_values, for_spaces
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.nets.actor_critic import ActorCritic, Network, StockOptions
@@ -15,6 +15,7 @@ from a3c.nets.user import user_network
 
 def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
     """What the stock network's options are under a Config (every stock network is built with these)."""
+    config = for_spaces(config, spec)
     return StockOptions(
         hidden_sizes=tuple(config.hidden_sizes),
         core=config.core,
@@ -38,6 +39,7 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     (a3c/nets/structured.py), or hands the user's module a dict of tensors; its statistics cover the Box parts only.
     With --novelty-coef the network carries the novelty's networks too (flat observations only).
     """
+    config = for_spaces(config, spec)
     if spec.obs_parts is not None and config.learner == "numpy":
         raise ConfigError(
             "--learner numpy runs flat observations and frames only; a Dict or Tuple observation "

@@ -18,7 +18,7 @@ import torch.multiprocessing as mp
 
 from a3c.backends import connect_backend, make_backend
 from a3c.backends.base import Backend
-from a3c.config.settings import Config, config_for_resume
+from a3c.config.settings import Config, config_for_resume, for_spaces
 from a3c.envs.make import env_spec
 from a3c.envs.spec import EnvSpec
 from a3c.errors import CheckpointError, ConfigError, WriteError, first_line, writing
@@ -95,7 +95,9 @@ def prepare_run_dir(path: str) -> Path:
 def new_run(config: Config) -> RunSetup:
     spec = env_spec(config.env)
     target = spec.reward_threshold if config.target_return == "auto" else config.target_return
-    config = config.replace(target_return=target, run_dir=config.run_dir or default_run_dir(config.env))
+    config = for_spaces(config, spec).replace(
+        target_return=target, run_dir=config.run_dir or default_run_dir(config.env)
+    )
     warnings = check_machine(config, spec, Path(config.run_dir))  # before the network is built: it may not fit
     model, optimizer = shared_model(config, spec)  # a user's --model is checked here, before anything is written
     check_noise_target(config, model, spec)
@@ -165,6 +167,7 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
         )
     spec = env_spec(config.env)
     check_spaces(payload, spec, config.env)
+    config = for_spaces(config, spec)  # a --novelty-coef auto given again
     warnings = check_machine(config, spec, run_dir)
     model, optimizer = shared_model(config, spec)
     check_noise_target(config, model, spec)
