@@ -112,7 +112,8 @@ def test_an_env_without_a_preset_explores_on_flat_observations_only():
 def test_given_settings_win_over_auto_and_presets_keep_what_was_measured_for_them():
     given = for_spaces(Config(novelty_coef=0.01, normalize_obs=False), spec_of((2,)))
     assert given.novelty_coef == 0.01 and given.normalize_obs is False
-    for env, normalized in [("CartPole-v1", False), ("Acrobot-v1", False), ("Pendulum-v1", True)]:
+    presets = [("CartPole-v1", False), ("Acrobot-v1", False), ("Pendulum-v1", True), ("LunarLander-v3", False)]
+    for env, normalized in presets:
         preset = for_spaces(Config.for_env(env), spec_of((4,)))
         assert preset.novelty_coef == 0.0 and preset.normalize_obs is normalized
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -102,6 +104,7 @@ def test_a_dict_observation_is_refused_with_the_option_named():
     env = "tests.structured_env:FrameAndVector-v0"
     with pytest.raises(ConfigError, match="--novelty-coef reads flat observations only.*a Dict or Tuple"):
         build_model(Config(env=env, novelty_coef=0.1), env_spec(env))
+    assert build_model(Config(env=env), env_spec(env)).novelty is None  # auto: none there, and no refusal
 
 
 def test_a_negative_coefficient_is_refused():
@@ -111,23 +114,27 @@ def test_a_negative_coefficient_is_refused():
 
 @pytest.mark.slow  # trains with forked workers
 @pytest.mark.timeout(180)
-def test_the_bonus_finds_a_deep_sea_corner_that_the_noise_alone_does_not(tmp_path, quiet):
-    """DeepSea 20: random play finds the corner in 2 of 2^20 episodes, about once in 7M env steps."""
+def test_the_defaults_find_a_deep_sea_corner_that_the_noise_alone_does_not(tmp_path, quiet):
+    """DeepSea 20: random play finds the corner in 2 of 2^20 episodes, about once in 7M env steps. The
+    defaults' auto gives its flat observations the bonus and their normalisation; without the bonus, no."""
 
-    def solved_with(novelty_coef: float) -> dict:
+    def solved_with(**options) -> tuple[dict, dict]:
+        run_dir = tmp_path / f"run-{len(options)}"
         config = Config(
             env="a3c/DeepSea20-v0",
             num_processes=2,
             max_steps=DEEP_SEA_BUDGET,
             seed=0,
             target_return=0.9,
-            novelty_coef=novelty_coef,
-            run_dir=str(tmp_path / f"novelty-{novelty_coef}"),
+            run_dir=str(run_dir),
             print_interval=60.0,
             tensorboard=False,
+            **options,
         )
-        return train(config, print_fn=quiet).summary
+        summary = train(config, print_fn=quiet).summary
+        return summary, json.loads((run_dir / "config.json").read_text())
 
-    found = solved_with(0.1)
+    found, decided = solved_with()
+    assert decided["novelty_coef"] == 0.1 and decided["normalize_obs"] is True  # recorded as decided
     assert found["solved"] is True and found["confirmed_return"] >= 0.9, found
-    assert solved_with(0.0)["solved"] is False
+    assert solved_with(novelty_coef=0.0)[0]["solved"] is False
