@@ -49,11 +49,11 @@ HEAD = PREFIX + "head"
 LAN = "LAN (1 ms, 1 Gbit/s)"
 LINKS = {"unshaped": (0.0, 0.0), LAN: (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": (20.0, 100.0)}
 WORKERS, ENVS, GROUPS = 8, 32, 2
-GROUP_ACTIVE = max(1, (os.cpu_count() or 1) // GROUPS)  # each host's share of the cores the hosts share
+SHARE_ACTIVE = max(1, (os.cpu_count() or 1) // GROUPS)  # each host's share of the cores the hosts share
 LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
 
 
-def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
+def throughput(seconds: float, intervals: list[int], repeats: int, group_active: int) -> dict:
     """Env steps/s of the local backend and of the cluster at each link and sync interval, interleaved."""
     rates: dict[str, list[dict]] = {"local": []}
     for name, (delay_ms, rate_mbit) in LINKS.items():
@@ -72,7 +72,7 @@ def throughput(seconds: float, intervals: list[int], repeats: int) -> dict:
                         ray_address=head,
                         nodes=GROUPS,
                         sync_interval=interval,
-                        active_workers=GROUP_ACTIVE,
+                        active_workers=group_active,
                     )
                     moved = sum(sum(after) - sum(start) for after, start in zip(map(link_bytes, workers), before))
                     syncs = sum(group["syncs"] for group in run["summary"].get("group_figures", []))
@@ -91,7 +91,7 @@ def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: Sequen
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
-def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[str]) -> dict:
+def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[str], group_active: int) -> dict:
     """Each preset of `envs`, locally and on the LAN-like hosts at each sync interval (with the trainer options
     `extra`), interleaved by seed."""
     runs: dict[str, dict[str, list]] = {}
@@ -113,11 +113,12 @@ def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[st
                         nodes=GROUPS,
                         num_processes=WORKERS // GROUPS,
                         sync_interval=interval,
-                        active_workers=GROUP_ACTIVE,
+                        active_workers=group_active,
                         extra=extra,
                     )
+                    active = group_active or "a turn a core"
                     name = " ".join(
-                        [f"2 groups x 4 ({GROUP_ACTIVE} active) on the LAN hosts, --sync-interval {interval}", *extra]
+                        [f"2 groups x 4 ({active} active) on the LAN hosts, --sync-interval {interval}", *extra]
                     )
                     by.setdefault(name, []).append(cluster_run)
     return runs
@@ -134,6 +135,12 @@ def main() -> None:
         "--intervals", help="the --sync-interval values, comma-separated (default 10,50,200; --learn: the trainer's)"
     )
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--group-active",
+        type=int,
+        default=SHARE_ACTIVE,
+        help="each group's --active-workers (default: cores / groups, the hosts' share; 0: a turn a core each)",
+    )
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=0, help="with --learn: the first seed")
@@ -148,7 +155,7 @@ def main() -> None:
     intervals = [int(n) for n in (args.intervals or default_intervals).split(",")]
     if args.learn:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
-        runs = learning(args.env or list(LEARN), seeds, intervals, shlex.split(args.group_options))
+        runs = learning(args.env or list(LEARN), seeds, intervals, shlex.split(args.group_options), args.group_active)
         rows = [
             [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
             for env, by in runs.items()
@@ -158,7 +165,7 @@ def main() -> None:
         save_json(args.out or "cluster-learn", {**info, "runs": runs})
         return
     env_alone = env_ceiling(ENVS, 2.0)
-    rates = throughput(args.seconds, intervals, args.repeats)
+    rates = throughput(args.seconds, intervals, args.repeats, args.group_active)
     local = statistics.median(run["env_steps_per_second"] for run in rates["local"])
     print(f"\nenv alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
     rows = []
