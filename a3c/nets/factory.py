@@ -14,8 +14,8 @@ from a3c.nets.user import user_network
 
 
 def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
-    """What the stock network's options are under a Config (every stock network is built with these)."""
-    config = for_spaces(config, spec)
+    """What the stock network's options are under a Config whose auto settings build_model has decided (every
+    stock network is built with these)."""
     return StockOptions(
         hidden_sizes=tuple(config.hidden_sizes),
         core=config.core,
