@@ -14,7 +14,12 @@ runs on the head's host, `{head}` in its words replaced by the head's address an
 this script's. On the way out, normal or not, every process in the hosts' namespaces is ended and the
 namespaces, with their links, are deleted; `down` does the same for a run that was killed outright, and says
 what it found. The hosts share this machine's cores, memory, disk and /dev/shm: only their network is their
-own.
+own. Each host's processes are also a CPU group of their own (a cgroup with the cpu controller, where the
+kernel has one), so that the hosts share the cores as separate machines' loads would not mix: one host's
+busy processes cannot take the cores another host's process is waiting for. Without it, Linux weighs the
+cores by terminal session (autogroup): Ray's processes of every host, started from one session, took a
+trainer's evaluator on the head, in a session of its own, down to a tenth of a core while it had episodes
+to play (docs/results, "Ray on hosts of their own: learning Acrobot").
 """
 
 from __future__ import annotations
@@ -44,7 +49,46 @@ def ip(*words: str, namespace: str | None = None, check: bool = True) -> subproc
 
 
 def in_namespace(namespace: str, command: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", namespace, *command]
+    """`command` on the host `namespace`: in its network namespace and, where the host has one, its CPU group."""
+    entered = ["ip", "netns", "exec", namespace, *command]
+    group = cpu_group(namespace)
+    if group is None or not group.is_dir():
+        return entered
+    # joined before entering: inside, `ip netns exec` mounts a /sys of the namespace's own, without the cgroups
+    return ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *entered]
+
+
+def cpu_groups_root() -> Path | None:
+    """Where this kernel's cpu controller makes CPU groups: cgroup v1's cpu hierarchy, or v2's root where it
+    offers the controller; None where neither does."""
+    v1 = Path("/sys/fs/cgroup/cpu")
+    if (v1 / "cpu.shares").exists():
+        return v1
+    v2 = Path("/sys/fs/cgroup")
+    controllers = v2 / "cgroup.controllers"
+    if controllers.exists() and "cpu" in controllers.read_text().split():
+        return v2
+    return None
+
+
+def cpu_group(host: str) -> Path | None:
+    root = cpu_groups_root()
+    return None if root is None else root / host
+
+
+def make_cpu_group(host: str) -> None:
+    """The host's CPU group, of the default weight as every host's (none where the kernel has no controller)."""
+    group = cpu_group(host)
+    if group is None:
+        return
+    if group.parent == Path("/sys/fs/cgroup"):  # v2: the root hands the cpu controller to its children
+        (group.parent / "cgroup.subtree_control").write_text("+cpu")
+    group.mkdir(exist_ok=True)
+
+
+def our_cpu_groups() -> list[Path]:
+    root = cpu_groups_root()
+    return [] if root is None else sorted(path for path in root.glob(PREFIX + "*") if path.is_dir())
 
 
 def host_names(workers: int) -> list[str]:
@@ -69,6 +113,7 @@ def make_hosts(hosts: list[str], delay_ms: float, rate_mbit: float) -> subproces
     ip("link", "set", "bridge", "up", namespace=SWITCH)
     for index, host in enumerate(hosts):
         ip("netns", "add", host)
+        make_cpu_group(host)
         ip("link", "set", "lo", "up", namespace=host)
         if in_user_space:  # two TAP devices that link_shaper.py joins
             ip("tuntap", "add", "dev", f"port{index}", "mode", "tap", namespace=SWITCH)
@@ -186,15 +231,17 @@ def kill_processes(host: str, named: str = "") -> list[int]:
 
 
 def take_down() -> tuple[int, list[str]]:
-    """End every process in our namespaces and delete them (their links go with them): how many processes
-    and which namespaces there were."""
+    """End every process in our namespaces and delete them (their links go with them) and the hosts' CPU
+    groups: how many processes and which namespaces there were."""
     namespaces = our_namespaces()
     ended = end_processes(namespaces)
     for namespace in namespaces:
         ip("netns", "del", namespace, check=False)
-    left = our_namespaces()
+    for group in our_cpu_groups():  # empty now: its processes were the namespaces'
+        group.rmdir()
+    left = [*our_namespaces(), *(group.name for group in our_cpu_groups())]
     if left:
-        raise RuntimeError(f"namespaces left after the take-down: {', '.join(left)}")
+        raise RuntimeError(f"namespaces or CPU groups left after the take-down: {', '.join(left)}")
     return ended, namespaces
 
 

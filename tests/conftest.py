@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import shutil
 import signal
@@ -180,3 +181,11 @@ def namespaces_can_be_made() -> str:
 def our_namespaces() -> list[str]:
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in listed.splitlines() if line.startswith("a3c-")]
+
+
+def benchmark_module(name: str):
+    """A script of benchmarks/ as a module (they are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)  # where dataclasses look it up
+    spec.loader.exec_module(module)
+    return module

@@ -3,7 +3,6 @@ hosts where the kernel has no netem (benchmarks/netns_cluster.py uses it there).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,16 +10,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO_ROOT, namespaces_can_be_made
-
-
-def benchmark_module(name: str):
-    """A script of benchmarks/ as a module (they are not a package)."""
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)  # where dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
-
+from .conftest import benchmark_module, namespaces_can_be_made
 
 link_shaper, netns_cluster = benchmark_module("link_shaper"), benchmark_module("netns_cluster")
 
