@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from a3c.backends.sync import SyncedState, moments_to_sums, sums_to_moments, sync_round
+from a3c.backends.sync import SyncedState, merge, moments_to_sums, sums_to_moments, sync_round
 from a3c.learn.optim import average_states
 from a3c.nets.actor_critic import RunningNorm
 
@@ -34,37 +34,48 @@ def test_adding_two_groups_sums_gives_the_statistics_of_all_their_data():
 
 
 class GlobalList:
-    """The global model's arithmetic: add each delta, answer with the values."""
+    """The global model's arithmetic (GlobalShard's merge), for `groups` node groups; answers with the values."""
 
-    def __init__(self, values: list[torch.Tensor]):
+    def __init__(self, values: list[torch.Tensor], groups: int):
         self.values = [value.clone() for value in values]
+        self.groups = groups
 
     def exchange(self, deltas: list[torch.Tensor]) -> list[torch.Tensor]:
-        for value, delta in zip(self.values, deltas):
-            value += delta
+        merge(self.values, deltas, self.groups)
         return [value.clone() for value in self.values]
 
 
-def test_every_groups_update_reaches_the_global_weights_once():
+def two_groups_syncing_in_turn(steps) -> tuple[GlobalList, list[SyncedState]]:
+    """Two groups from zero weights; in each round, group k applies steps(round, k) and then syncs."""
     start = torch.zeros(4)
-    global_model = GlobalList([start])
+    global_model = GlobalList([start], groups=2)
     groups = [SyncedState(start.clone(), []) for _ in range(2)]
     anchors = [[start.clone()] for _ in groups]
-    applied = torch.zeros(4)
-    for _ in range(5):
+    for round_ in range(5):
         for index, group in enumerate(groups):
-            step = torch.randn(4)
-            group.weights += step  # a worker's update
-            applied += step
+            group.weights += steps(round_, index)  # a worker's update
             anchors[index] = sync_round(group, anchors[index], global_model.exchange)
-    torch.testing.assert_close(global_model.values[0], applied)
+    return global_model, groups
+
+
+def test_the_global_weights_move_by_the_groups_mean_change():
+    torch.manual_seed(0)
+    drawn = torch.randn(5, 2, 4)
+    global_model, groups = two_groups_syncing_in_turn(lambda round_, index: drawn[round_, index])
+    torch.testing.assert_close(global_model.values[0], drawn.sum(dim=(0, 1)) / 2)
     # the group that synced last holds the global weights
-    torch.testing.assert_close(groups[1].weights, applied)
+    torch.testing.assert_close(groups[1].weights, global_model.values[0])
+
+
+def test_a_push_every_group_makes_counts_once_not_once_a_group():
+    push = torch.tensor([0.1, -0.2, 0.0, 0.3])
+    global_model, groups = two_groups_syncing_in_turn(lambda round_, index: push)
+    torch.testing.assert_close(global_model.values[0], 5 * push)  # five rounds of the same push
 
 
 def test_an_update_applied_during_the_round_trip_is_kept_and_sent_next_time():
     group = SyncedState(torch.zeros(3), [])
-    global_model = GlobalList([torch.zeros(3)])
+    global_model = GlobalList([torch.zeros(3)], groups=1)
     late = torch.tensor([0.0, 1.0, 0.0])
 
     def exchange_while_a_worker_updates(deltas):
@@ -84,7 +95,7 @@ def test_observation_and_return_statistics_of_two_groups_merge_through_the_globa
     first_returns, second_returns = torch.randn(40) * 3 - 10, torch.randn(20) + 5
     groups = [SyncedState(torch.zeros(1), [RunningNorm((2,)), RunningNorm(())]) for _ in range(2)]
     start = groups[0].read()
-    global_model = GlobalList(start)
+    global_model = GlobalList(start, groups=2)
     anchors = [start, start]
     for group, observations, returns in zip(groups, (first, second), (first_returns, second_returns)):
         group.norms[0].update(observations)

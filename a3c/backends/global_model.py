@@ -1,4 +1,4 @@
-"""The global model of a Ray run: its weights split over shard actors that add node groups' deltas.
+"""The global model of a Ray run: its weights split over shard actors that merge node groups' deltas.
 
 A shard holds one contiguous slice of the flat weights; shard 0 also holds the
 observation sums (with --normalize-obs) and the run's env-step count, which
@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 import torch
 
+from a3c.backends.sync import merge
+
 CALL_TIMEOUT_SECONDS = 60.0  # every ray.get has one: a blocked get ignores signals and pytest-timeout
 PARAMETERS_PER_SHARD = 4_000_000  # --global-shards 0: one shard per 16 MB of float32 weights
 
@@ -28,16 +30,17 @@ def read_only_tensor(array: np.ndarray) -> torch.Tensor:
 class GlobalShard:
     """One slice of the global weights (shard 0: with the observation sums and the env-step count)."""
 
-    def __init__(self, values: list[np.ndarray], env_steps: int):
+    def __init__(self, values: list[np.ndarray], env_steps: int, groups: int):
         self.values = [np.array(value) for value in values]  # writable copies of the object store's arrays
         self.env_steps = env_steps
+        self.groups = groups
         self.calls = 0
         self.bytes = 0  # received and sent
 
     def exchange(self, deltas: list[np.ndarray], env_steps: int) -> tuple[list[np.ndarray], int]:
-        """Add one group's deltas and env steps; answer with the global values and count."""
-        for value, delta in zip(self.values, deltas):
-            value += delta
+        """Merge one group's deltas (a3c.backends.sync.merge) and add its env steps; answer with the global
+        values and count."""
+        merge(self.values, deltas, self.groups)
         self.env_steps += env_steps
         return self.read(traffic=sum(delta.nbytes for delta in deltas))
 
@@ -67,8 +70,9 @@ class GlobalModel:
         self.ray, self.shards, self.bounds = ray, shards, bounds
 
     @classmethod
-    def create(cls, ray, values: list[np.ndarray], env_steps: int, shards: int) -> "GlobalModel":
-        """Shards of `values`: [flat weights, (observation sums)], as a group exchanges them."""
+    def create(cls, ray, values: list[np.ndarray], env_steps: int, shards: int, groups: int) -> "GlobalModel":
+        """Shards of `values`: [flat weights, (observation sums)], as a group exchanges them, merging the
+        deltas of `groups` node groups."""
         weights, *extras = values
         bounds = shard_bounds(len(weights), shard_count(shards, len(weights)))
         # on the trainer's node: a run outlives the loss of any other node
@@ -78,7 +82,8 @@ class GlobalModel:
         actor = ray.remote(num_cpus=0, max_restarts=0, scheduling_strategy=here)(GlobalShard)
         handles = []
         for k, (begin, end) in enumerate(zip(bounds, bounds[1:])):
-            handles.append(actor.remote([weights[begin:end], *(extras if k == 0 else [])], env_steps if k == 0 else 0))
+            part = [weights[begin:end], *(extras if k == 0 else [])]
+            handles.append(actor.remote(part, env_steps if k == 0 else 0, groups))
         return cls(ray, handles, bounds)
 
     def __reduce__(self):  # the ray module does not pickle: a node group imports its own

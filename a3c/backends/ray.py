@@ -154,6 +154,7 @@ class RayBackend(Backend):
             [value.numpy() for value in self.mirror.read()],
             self.shared.env_steps.total(),
             self.config.global_shards,
+            self.cluster.groups,
         )
         self.group_class = self.ray.remote(
             num_cpus=self.config.num_processes, max_restarts=0, max_concurrency=4, scheduling_strategy="SPREAD"

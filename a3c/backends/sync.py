@@ -2,11 +2,13 @@
 
 A node group trains its own copy of the weights (Hogwild, in its node's shared
 memory) and now and then sends the global model the change since its last
-exchange, its *delta*. The global model adds every group's delta as it arrives
-and answers with the global weights, which the group takes while keeping the
-updates its workers applied during the round trip. Every worker's update so
-reaches the global weights once, as in one big Hogwild run whose updates from
-other nodes arrive late (docs/design/choices.md, "Node groups").
+exchange, its *delta*. The global model adds each group's delta as it arrives,
+divided by the number of groups, and answers with the global weights, which the
+group takes while keeping the updates its workers applied during the round trip.
+The global weights so move by the groups' mean change: what each group learned
+since its last exchange counts, and a push that every group made at once counts
+once, not once a group (docs/design/choices.md, "Node groups": added whole, such
+pushes overshot and Acrobot took 2.9x the env steps).
 
 Running statistics (of observations, of value targets) travel the same way, as
 additive sums (count, sum, sum of squares), so the groups' statistics merge exactly.
@@ -71,6 +73,16 @@ class SyncedState:
                 (norm.count, norm.mean, norm.var), sums_to_moments(now + change, tuple(norm.mean.shape))
             ):
                 buffer.copy_(value)
+
+
+def merge(values: list, deltas: list, groups: int) -> None:
+    """Add one group's deltas to the global values in place (numpy arrays or tensors, as read() orders
+    them): its weight change divided by the number of groups, its statistics' sums whole, as they count
+    the observations each group saw."""
+    weights, *sums = values
+    weights += deltas[0] / groups
+    for value, delta in zip(sums, deltas[1:]):
+        value += delta
 
 
 Exchange = Callable[[list[torch.Tensor]], list[torch.Tensor]]  # deltas in, the global values out
