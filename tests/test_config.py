@@ -79,24 +79,37 @@ def test_a_config_saved_before_centred_frames_loads_without_them():
     assert Config.from_dict(saved).center_frames is False  # as that checkpoint's network was trained
 
 
+def spec_of(obs_shape: tuple, obs_parts=None) -> EnvSpec:
+    return EnvSpec(obs_shape=obs_shape, num_actions=2, action_start=0, reward_threshold=None, obs_parts=obs_parts)
+
+
+FLAT, FRAMES = spec_of((4,)), spec_of((4, 10, 10))
+
+
 def test_a_resumed_run_may_change_the_novelty_coefficient_but_not_turn_it_on_or_off():
     saved = Config(env="CartPole-v1", novelty_coef=0.01)
-    assert config_for_resume(saved, {"novelty_coef": 0.1}).novelty_coef == 0.1
+    assert config_for_resume(saved, {"novelty_coef": 0.1}, FLAT).novelty_coef == 0.1
     with pytest.raises(ConfigError, match="--novelty-coef 0.0 contradicts the checkpoint"):
-        config_for_resume(saved, {"novelty_coef": 0.0})
+        config_for_resume(saved, {"novelty_coef": 0.0}, FLAT)
     with pytest.raises(ConfigError, match="--novelty-coef"):
-        config_for_resume(Config(env="CartPole-v1", novelty_coef=0.0), {"novelty_coef": 0.01})
+        config_for_resume(Config(env="CartPole-v1", novelty_coef=0.0), {"novelty_coef": 0.01}, FLAT)
+
+
+def test_an_auto_given_again_on_resume_is_decided_for_the_envs_spaces_before_it_is_compared():
+    frames_run = Config(env="MinAtar/Breakout-v1", novelty_coef=0.0, normalize_obs=False)
+    resumed = config_for_resume(frames_run, {"novelty_coef": "auto", "normalize_obs": "auto"}, FRAMES)
+    assert resumed.novelty_coef == 0.0 and resumed.normalize_obs is False
+    flat_run = Config(env="CartPole-v1", novelty_coef=0.0, normalize_obs=False)  # a preset's settings
+    with pytest.raises(ConfigError, match="--novelty-coef"):
+        config_for_resume(flat_run, {"novelty_coef": "auto"}, FLAT)  # auto is the bonus on flat observations
+    assert config_for_resume(Config(novelty_coef=0.1), {"novelty_coef": "auto"}, FLAT).novelty_coef == AUTO_NOVELTY_COEF
 
 
 def test_a_resumed_run_refuses_any_change_of_the_network_shape():
     saved = Config(env="CartPole-v1")
-    assert config_for_resume(saved, {"hidden_sizes": saved.hidden_sizes, "lr": 1e-3}).lr == 1e-3
+    assert config_for_resume(saved, {"hidden_sizes": saved.hidden_sizes, "lr": 1e-3}, FLAT).lr == 1e-3
     with pytest.raises(ConfigError, match="--hidden-sizes"):
-        config_for_resume(saved, {"hidden_sizes": (32,)})
-
-
-def spec_of(obs_shape: tuple, obs_parts=None) -> EnvSpec:
-    return EnvSpec(obs_shape=obs_shape, num_actions=2, action_start=0, reward_threshold=None, obs_parts=obs_parts)
+        config_for_resume(saved, {"hidden_sizes": (32,)}, FLAT)
 
 
 def test_an_env_without_a_preset_explores_on_flat_observations_only():

@@ -391,11 +391,16 @@ def centers_values(config: Config) -> bool:
     )
 
 
-def config_for_resume(saved: Config, overrides: dict) -> Config:
-    """The saved run's config with the options given again on the command line applied.
+def config_for_resume(saved: Config, overrides: dict, spec: EnvSpec) -> Config:
+    """The saved run's config with the options given again on the command line applied; an auto among them
+    decided for the env's spaces (`spec`) first, as the saved run's was.
 
     Refuses a change the checkpoint cannot support (another env or network shape).
     """
+    decided = auto_for_spaces(spec)
+    overrides = {
+        name: decided[name] if name in decided and value == "auto" else value for name, value in overrides.items()
+    }
     for name in STRUCTURAL_FIELDS:
         if name in overrides and structure_of(name, overrides[name]) != structure_of(name, getattr(saved, name)):
             raise ConfigError(
@@ -408,12 +413,15 @@ def config_for_resume(saved: Config, overrides: dict) -> Config:
     return saved.replace(**changes)
 
 
-def for_spaces(config: Config, spec: EnvSpec) -> Config:
-    """`config` with the settings whose auto depends on the env's observations decided: --novelty-coef auto is
+def auto_for_spaces(spec: EnvSpec) -> dict:
+    """What auto means, for this env's observations, of the settings that depend on them: --novelty-coef auto is
     AUTO_NOVELTY_COEF and --normalize-obs auto on where the observations are one flat vector (what the novelty's
     networks read; an env without a preset then explores), both off for frames and Dict or Tuple observations."""
     flat = len(spec.obs_shape) == 1 and spec.obs_parts is None
-    return config.replace(
-        novelty_coef=(AUTO_NOVELTY_COEF if flat else 0.0) if config.novelty_coef == "auto" else config.novelty_coef,
-        normalize_obs=flat if config.normalize_obs == "auto" else config.normalize_obs,
-    )
+    return {"novelty_coef": AUTO_NOVELTY_COEF if flat else 0.0, "normalize_obs": flat}
+
+
+def for_spaces(config: Config, spec: EnvSpec) -> Config:
+    """`config` with its auto settings of auto_for_spaces decided for the env's observations."""
+    decided = auto_for_spaces(spec)
+    return config.replace(**{name: value for name, value in decided.items() if getattr(config, name) == "auto"})

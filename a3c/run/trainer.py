@@ -153,7 +153,8 @@ def resumed_run(path: str, overrides: dict) -> RunSetup:
 
 def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: dict) -> RunSetup:
     saved = Config.from_dict(payload["config"])
-    config = config_for_resume(saved, overrides).replace(run_dir=str(run_dir))
+    spec = env_spec(saved.env)  # the env is the checkpoint's: --env given again may not change it
+    config = config_for_resume(saved, overrides, spec).replace(run_dir=str(run_dir))
     if payload["env_steps"] >= config.max_steps:
         raise ConfigError(
             f"the checkpoint is at {payload['env_steps']:,} env steps, already at --max-steps "
@@ -165,9 +166,7 @@ def restore(payload: dict, file: Path, run_dir: Path, lock: RunLock, overrides: 
             f"the run has trained {trained_minutes:.1f} minutes, already at --max-minutes {config.max_minutes:g}; "
             "give a larger --max-minutes to train on"
         )
-    spec = env_spec(config.env)
     check_spaces(payload, spec, config.env)
-    config = for_spaces(config, spec)  # a --novelty-coef auto given again
     warnings = check_machine(config, spec, run_dir)
     model, optimizer = shared_model(config, spec)
     check_noise_target(config, model, spec)
