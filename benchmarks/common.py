@@ -43,10 +43,11 @@ def trainer_command(run_dir: Path, repo: Path = REPO, **options) -> list[str]:
     return command
 
 
-def start(command: list[str]) -> subprocess.Popen:
-    """Start a process in its own session, so a stuck one can be ended with all its children."""
+def start(command: list[str], cwd: Path = REPO) -> subprocess.Popen:
+    """Start a process in its own session, so a stuck one can be ended with all its children. `cwd`: the
+    checkout whose code it runs, as Ray's workers import the package from the trainer's directory first."""
     return subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
 
 
@@ -64,10 +65,10 @@ def finish(process: subprocess.Popen, timeout: float) -> tuple[str, bool]:
             return process.communicate()[0], True
 
 
-def run_timed(command: list[str], timeout: float) -> tuple[float, str, bool]:
-    """Whole-process wall-clock seconds (launch to exit), output, timed_out."""
+def run_timed(command: list[str], timeout: float, cwd: Path = REPO) -> tuple[float, str, bool]:
+    """Whole-process wall-clock seconds (launch to exit), output, timed_out; run in the checkout `cwd`."""
     began = time.monotonic()
-    process = start(command)
+    process = start(command, cwd)
     output, timed_out = finish(process, timeout)
     wall = time.monotonic() - began
     if process.returncode != 0 and not timed_out:

@@ -25,7 +25,7 @@ def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = RE
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         command = trainer_command(run_dir, repo, env=env, num_processes=8, seed=seed) + options
-        wall, _, _ = run_timed(command, timeout)
+        wall, _, _ = run_timed(command, timeout, repo)  # in its checkout: Ray's workers import from there
         summary = read_summary(run_dir)
     return {
         "seed": seed,
