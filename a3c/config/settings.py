@@ -129,9 +129,9 @@ class Config:
     backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
     nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
-    # updates of a group's optimizer between its exchanges with the global model: the intervals tried all learned
-    # as fast as a local run, and 50 is the smallest that made many times fewer calls than one per update
-    # (docs/design/choices.md, "Node groups")
+    # updates of a group's optimizer between its exchanges with the global model: 50 makes many times fewer calls
+    # than one per update, and with the groups' deltas averaged the presets solve at it (docs/design/choices.md,
+    # "Node groups", with the measurements)
     sync_interval: int = 50
     global_shards: int = 0  # actors holding the global weights; 0: one per 4M parameters
     placement_timeout: float = 120.0  # seconds a (replacement) node group may take to find free CPUs and start
