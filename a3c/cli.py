@@ -225,6 +225,12 @@ TRAIN_OPTIONS = [
         "--ray-address",
         "with --backend ray: 'auto' or HOST:PORT of a running Ray cluster (default: start a local Ray instance)",
     ),
+    option(
+        "--ray-allow-unauthenticated",
+        "with --ray-address: join a cluster that requires no token, though whoever reaches its ports can run "
+        "code on its machines (docs/guides/clusters.md, Security)",
+        is_flag=True,
+    ),
     option("--nodes", "with --backend ray: node groups of --num-processes workers (0: one per node)", type=int),
     option(
         "--sync-interval", "with --backend ray: a group's updates between its exchanges with the global model", type=int

@@ -1,6 +1,7 @@
 """A Ray cluster of separate network hosts on this one machine, made of Linux network namespaces (root only).
 
     netns_cluster.py run [--workers 2] [--delay-ms 1 --rate-mbit 1000] -- python main.py --ray-address {head} ...
+    netns_cluster.py run --no-auth -- ...   # a cluster without authentication (the trainer then refuses it)
     netns_cluster.py down        # remove whatever a killed run left behind
 
 `run` makes a head host and --workers worker hosts, each a namespace of its own with one link (a veth pair,
@@ -9,10 +10,13 @@ the namespaces only: nothing outside them is ever addressed). With --delay-ms an
 link delays what the host sends and limits its rate (`tc netem`; on a kernel without netem, link_shaper.py
 does it in user space over TAP devices): between two hosts a packet takes the delay one way, twice it there
 and back. Ray starts on every host as the clusters guide tells a user (`ray start --head --node-ip-address
-...` on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker host), then COMMAND
-runs on the head's host, `{head}` in its words replaced by the head's address and port, and its exit code is
-this script's. On the way out, normal or not, every process in the hosts' namespaces is ended and the
-namespaces, with their links, are deleted; `down` does the same for a run that was killed outright, and says
+...` on the head, `ray start --address HEAD:6379 --node-ip-address ...` on each worker host), with token
+authentication: one token, generated for the cluster into a file that every host reads (the hosts share this
+machine's file system, as a cluster's nodes share one), named by RAY_AUTH_TOKEN_PATH beside RAY_AUTH_MODE=token
+in the environment of every command run while the cluster is up. Then COMMAND runs on the head's host,
+`{head}` in its words replaced by the head's address and port, and its exit code is this script's. On the
+way out, normal or not, every process in the hosts' namespaces is ended and the namespaces, with their links,
+are deleted; `down` does the same for a run that was killed outright, and says
 what it found. The hosts share this machine's cores, memory, disk and /dev/shm: only their network is their
 own. Each host's processes are also a CPU group of their own (a cgroup with the cpu controller, where the
 kernel has one), so that the hosts share the cores as separate machines' loads would not mix: one host's
@@ -27,12 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 PREFIX = "a3c-"  # every namespace this script makes, and only those, is named so
 SWITCH = PREFIX + "switch"  # the namespace holding the bridge the hosts' links meet at
@@ -93,6 +100,11 @@ def our_cpu_groups() -> list[Path]:
 
 def host_names(workers: int) -> list[str]:
     return [PREFIX + "head", *(f"{PREFIX}worker{n}" for n in range(1, workers + 1))]
+
+
+def outsider_names(outsiders: int) -> list[str]:
+    """Hosts on the same network that run no Ray: a client the cluster does not know."""
+    return [f"{PREFIX}outsider{n}" for n in range(1, outsiders + 1)]
 
 
 def address(index: int) -> str:
@@ -288,17 +300,44 @@ def link_bytes(host: str) -> tuple[int, int]:
 
 
 @contextmanager
-def cluster(workers: int, cpus: int, head_cpus: int, delay_ms: float = 0.0, rate_mbit: float = 0.0):
+def cluster_credentials(auth: bool):
+    """The environment of every command while a cluster is up: RAY_AUTH_MODE=token and the file of a token
+    generated for the cluster (read only by its owner), or RAY_AUTH_MODE=disabled."""
+    if not auth:
+        with mock.patch.dict(os.environ, RAY_AUTH_MODE="disabled"):
+            yield None
+        return
+    with tempfile.TemporaryDirectory(prefix=PREFIX) as folder:
+        token = Path(folder) / "auth_token"
+        token.write_text(secrets.token_hex(32))
+        token.chmod(0o600)
+        with mock.patch.dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token)):
+            os.environ.pop("RAY_AUTH_TOKEN", None)  # it would come before the file
+            yield token
+
+
+@contextmanager
+def cluster(
+    workers: int,
+    cpus: int,
+    head_cpus: int,
+    delay_ms: float = 0.0,
+    rate_mbit: float = 0.0,
+    auth: bool = True,
+    outsiders: int = 0,
+):
     """The hosts with Ray running on each, the head's node offering `head_cpus` (0: node groups go to the worker
-    hosts only); yields the head's address and port. Taken down on the way out."""
+    hosts only), with token authentication unless not `auth` (cluster_credentials), and `outsiders` hosts on the
+    same network without Ray; yields the head's address and port. Taken down on the way out."""
     if our_namespaces():
         raise RuntimeError(f"namespaces of an earlier run are still here ({', '.join(our_namespaces())}): run `down`")
     hosts = host_names(workers)
     shaper = None
     try:
-        shaper = make_hosts(hosts, delay_ms, rate_mbit)
-        start_ray(hosts, cpus, head_cpus)
-        yield f"{address(0)}:{RAY_PORT}"
+        with cluster_credentials(auth):
+            shaper = make_hosts([*hosts, *outsider_names(outsiders)], delay_ms, rate_mbit)
+            start_ray(hosts, cpus, head_cpus)
+            yield f"{address(0)}:{RAY_PORT}"
     finally:
         if shaper is not None:  # ended and reaped here: take_down waits for every process of the namespaces to go
             shaper.terminate()
@@ -315,6 +354,7 @@ def main() -> None:
     run.add_argument("--head-cpus", type=int, help="what the head's node offers (default: --cpus-per-host)")
     run.add_argument("--delay-ms", type=float, default=0.0, help="each host's link: delay of what it sends")
     run.add_argument("--rate-mbit", type=float, default=0.0, help="each host's link: its rate limit (0: none)")
+    run.add_argument("--no-auth", action="store_true", help="start Ray without token authentication")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command; {head} is the head's address")
     actions.add_parser("down", help="take down what a killed run left")
     args = parser.parse_args()
@@ -330,7 +370,9 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):  # the take-down runs on a signal's way out too
         signal.signal(signum, lambda signum, frame: sys.exit(128 + signum))
     head_cpus = args.cpus_per_host if args.head_cpus is None else args.head_cpus
-    with cluster(args.workers, args.cpus_per_host, head_cpus, args.delay_ms, args.rate_mbit) as head:
+    with cluster(
+        args.workers, args.cpus_per_host, head_cpus, args.delay_ms, args.rate_mbit, auth=not args.no_auth
+    ) as head:
         code = subprocess.run(
             in_namespace(PREFIX + "head", [word.replace("{head}", head) for word in command])
         ).returncode

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -26,9 +27,8 @@ from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli, start_cli
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
 pytestmark = pytest.mark.slow
 
-RAY_ENV = dict(
-    os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO_ROOT)
-)  # the nodes' workers import tests.cue_env as a user's env package
+# the nodes' workers import tests.cue_env as a user's env package
+RAY_ENV = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO_ROOT))
 # Two nodes of one CPU each on this machine, one Ray "node" per raylet; "remove" on stdin takes the second away,
 # "add" starts a new second node.
 CLUSTER = """
@@ -53,9 +53,14 @@ RANDOM_CARTPOLE_RETURN = 22
 class TwoNodeCluster:
     """A helper process that runs the cluster, so pytest itself never connects to Ray."""
 
-    def __init__(self):
+    def __init__(self, token_path: Path):
+        """With token authentication, the token in the file at `token_path`."""
         self.process = subprocess.Popen(
-            [sys.executable, "-c", CLUSTER], env=RAY_ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", CLUSTER],
+            env=dict(RAY_ENV, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token_path)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         self.address = self.process.stdout.readline().strip()
 
@@ -78,9 +83,21 @@ class TwoNodeCluster:
 
 
 @pytest.fixture(scope="module")
-def ray_address():
+def token_path(tmp_path_factory):
+    """The file of the token that this module's clusters require, which the runs find as a user's shell hands
+    it to them (RAY_AUTH_TOKEN_PATH)."""
+    path = tmp_path_factory.mktemp("ray") / "auth_token"
+    path.write_text(secrets.token_hex(32))
+    path.chmod(0o600)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_TOKEN_PATH", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def ray_address(token_path):
     """The address of a two-node cluster shared by this module's runs."""
-    cluster = TwoNodeCluster()
+    cluster = TwoNodeCluster(token_path)
     try:
         yield cluster.address
     finally:
@@ -323,8 +340,8 @@ class Lines:
 
 
 @pytest.mark.timeout(150)
-def test_a_lost_node_whose_group_finds_no_free_cpus_trains_on_and_takes_a_node_that_comes_back(tmp_path):
-    cluster = TwoNodeCluster()  # its own: this test takes a node away and brings one back
+def test_a_lost_node_whose_group_finds_no_free_cpus_trains_on_and_takes_a_node_that_comes_back(tmp_path, token_path):
+    cluster = TwoNodeCluster(token_path)  # its own: this test takes a node away and brings one back
     run_dir = tmp_path / "run"
     try:
         process = start_cli(

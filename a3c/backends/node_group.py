@@ -66,7 +66,8 @@ class NodeGroup:
     def __init__(self, config: Config, index: int, incarnation: int, optimizer_state: dict, run_seconds: float):
         one_thread()
         self.config = config
-        local = config.replace(backend="local", ray_address="", eval_episodes=0)  # inside a group, a local run
+        # inside a group, a local run
+        local = config.replace(backend="local", ray_address="", ray_allow_unauthenticated=False, eval_episodes=0)
         model, optimizer = shared_model(local, env_spec(config.env))
         optimizer.load_state_dict(optimizer_state)
         ctx = mp.get_context(start_method(config))

@@ -12,6 +12,7 @@ Ray is imported only here, and a3c.backends imports this module only for --backe
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import os
@@ -25,6 +26,7 @@ from a3c.backends.base import Backend
 from a3c.backends.children import STOP_GRACE_SECONDS, ChildProcesses, EvaluatorProcess, EvaluatorSettings
 from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel, read_only_tensor
 from a3c.backends.node_group import GLOBAL_LOST, STOPPED, NodeGroup
+from a3c.backends.ray_access import GUIDE, prepare_join, secure_local_instance
 from a3c.backends.sync import SyncedState
 from a3c.config.settings import Config
 from a3c.errors import ConfigError, first_line
@@ -51,6 +53,8 @@ class RayCluster:
     address: str
     started: bool
     groups: int  # node groups to run: --nodes, or one per node of the cluster
+    access: str = ""  # who may use it: the line the run prints first (ray_access.py)
+    access_warning: bool = False  # a cluster without authentication, joined as the user allowed
 
     def disconnect(self) -> None:
         """Stops an instance we started; leaves a joined cluster running (its driver just disconnects)."""
@@ -64,35 +68,8 @@ class RayCluster:
 
 def connect(config: Config) -> RayCluster:
     """Start a local Ray instance, or join the cluster at --ray-address; Ray's errors become one line."""
-    ray = import_ray()
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a trainer does not phone home
-    # py_modules ships this package to every node: the nodes need the same Python packages, not our code
-    options = dict(
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-        runtime_env={"py_modules": [str(Path(__file__).parent.parent)]},
-    )
-    if config.ray_address:
-        address = reachable_address(ray, config.ray_address)
-        try:
-            ray.init(address=address, **options)
-        except (ConnectionError, RuntimeError, ValueError) as error:
-            raise ConfigError(f"--ray-address {config.ray_address}: {first_line(error)}") from None
-        nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
-        cluster = RayCluster(ray, address, started=False, groups=config.nodes or max(len(nodes), 1))
-    else:
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an instance of this run only, on this machine
-        # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a group takes one
-        # per worker), so --num-processes may oversubscribe the cores as with the local backend.
-        groups = config.nodes or 1
-        context = ray.init(
-            address="local",
-            num_cpus=max(os.cpu_count() or 1, groups * config.num_processes),
-            include_dashboard=False,
-            **options,
-        )
-        cluster = RayCluster(ray, context.address_info["gcs_address"], started=True, groups=groups)
-    cpus = ray.cluster_resources().get("CPU", 0)
+    cluster = join(config) if config.ray_address else start_local(config)
+    cpus = cluster.ray.cluster_resources().get("CPU", 0)
     if cpus < cluster.groups * config.num_processes:
         cluster.disconnect()
         raise ConfigError(
@@ -100,6 +77,65 @@ def connect(config: Config) -> RayCluster:
             f"CPUs, and the Ray cluster at {cluster.address} has {cpus:g}"
         )
     return cluster
+
+
+def ray_options() -> dict:
+    """ray.init's options of every run."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a trainer does not phone home
+    # py_modules ships this package to every node: the nodes need the same Python packages, not our code
+    return dict(
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        runtime_env={"py_modules": [str(Path(__file__).parent.parent)]},
+    )
+
+
+def join(config: Config) -> RayCluster:
+    """Join the cluster at --ray-address, once it has said whether it requires a token and taken ours."""
+    ray = import_ray()
+    address = reachable_address(ray, config.ray_address)
+    access, warning = prepare_join(address, config.ray_allow_unauthenticated, os.environ, Path.home())
+    reread_settings()
+    try:
+        ray.init(address=address, **ray_options())
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ConfigError(f"--ray-address {config.ray_address}: {first_line(error)}") from None
+    nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+    groups = config.nodes or max(len(nodes), 1)
+    return RayCluster(ray, address, started=False, groups=groups, access=access, access_warning=warning)
+
+
+def start_local(config: Config) -> RayCluster:
+    """A Ray instance of this run only: with a token, on the loopback (set before Ray is imported, which reads
+    the node address's setting once)."""
+    access = secure_local_instance(os.environ, Path.home())
+    ray = import_ray()
+    reread_settings()
+    # "local": a new instance even where `ray start` runs one. As many CPUs as workers (a group takes one
+    # per worker), so --num-processes may oversubscribe the cores as with the local backend.
+    groups = config.nodes or 1
+    context = ray.init(
+        address="local",
+        num_cpus=max(os.cpu_count() or 1, groups * config.num_processes),
+        include_dashboard=False,
+        **ray_options(),
+    )
+    node = context.address_info["node_ip_address"]
+    warning = not ipaddress.ip_address(node).is_loopback
+    if warning:  # Ray was imported before this run, by the caller: its node address was read then
+        access = (
+            f"warning: Ray's local instance listens on {node}, not the loopback (Ray was imported before the run); "
+            f"its token still guards it ({GUIDE})"
+        )
+    return RayCluster(ray, context.address_info["gcs_address"], True, groups, access, warning)
+
+
+def reread_settings() -> None:
+    """Ray reads RAY_AUTH_MODE once, when it is imported; after a change, it is read again as Ray itself does
+    where it turns the mode on."""
+    from ray._raylet import Config
+
+    Config.initialize("")
 
 
 def reachable_address(ray, address: str) -> str:
@@ -146,6 +182,7 @@ class RayBackend(Backend):
         self.traffic: dict = {}
 
     def start(self) -> None:
+        self.console.message(self.cluster.access, error=self.cluster.access_warning)
         # Forked after ray.init: measured safe (the child never calls into Ray), and connecting first
         # lets a bad --ray-address fail before the run dir is made.
         self.evaluator.start()

@@ -128,6 +128,9 @@ class Config:
     # transport
     backend: str = "local"  # local: shared-memory processes; ray: a node group per node, synced now and then
     ray_address: str = ""  # "": start a local Ray instance; "auto" or HOST:PORT: join a running cluster
+    # join a cluster that requires no token, whose every client may run code on its machines
+    # (docs/guides/clusters.md, "Security")
+    ray_allow_unauthenticated: bool = False
     nodes: int = 0  # node groups of --num-processes workers each; 0: one per node of the cluster
     # updates of a group's optimizer between its exchanges with the global model: 50 makes many times fewer calls
     # than one per update, and with the groups' deltas averaged the presets solve at it (docs/design/choices.md,
@@ -350,6 +353,11 @@ def backend_rules(config: Config) -> list[Rule]:
     return [
         ("backend", config.backend in ("local", "ray"), "one of local, ray"),
         ("ray_address", not config.ray_address or config.backend == "ray", "given only with --backend ray"),
+        (
+            "ray_allow_unauthenticated",
+            not config.ray_allow_unauthenticated or bool(config.ray_address),
+            "given only with --ray-address (a local instance always has a token)",
+        ),
         ("nodes", config.nodes >= 0, ">= 0 (0: one node group per node)"),
         ("sync_interval", config.sync_interval >= 1, ">= 1"),
         ("global_shards", config.global_shards >= 0, ">= 0 (0: one per 4M parameters)"),
@@ -409,7 +417,9 @@ def config_for_resume(saved: Config, overrides: dict, spec: EnvSpec) -> Config:
             )
     changes = {k: v for k, v in overrides.items() if k != "run_dir"}
     if changes.get("backend") == "local":
-        changes.setdefault("ray_address", "")  # a Ray run resumed locally: its cluster address means nothing here
+        # a Ray run resumed locally: its cluster and what it allowed of it mean nothing here
+        changes.setdefault("ray_address", "")
+        changes.setdefault("ray_allow_unauthenticated", False)
     return saved.replace(**changes)
 
 

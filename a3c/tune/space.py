@@ -47,6 +47,7 @@ NOT_TUNABLE = (
     "max_steps",
     "backend",
     "ray_address",
+    "ray_allow_unauthenticated",
     "nodes",
     "global_shards",
     "placement_timeout",
