@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
 
 venv: $(VENV)/.installed
 
@@ -41,6 +41,10 @@ docs: docs-venv
 docs-serve: docs-venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
+# the results page (docs/results/index.md), its plots and the README's results table, from benchmarks/results/records
+report: venv
+	$(PY) benchmarks/harness/report.py
+
 bench-venv: $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
@@ -66,7 +70,8 @@ bench-zoo: bench-venv box2d-venv
 bench-explore: bench-venv
 	$(PY) benchmarks/explore.py $(EXPLORE_ARGS)
 
-# Ray node groups on hosts made of network namespaces (root), against the local backend; CLUSTER_ARGS="--learn"
+# Ray node groups on hosts made of network namespaces (root), against the local backend; CLUSTER_ARGS="--learn",
+# CLUSTER_ARGS="--auth --repeats 5": with Ray's token against without
 bench-cluster: bench-venv ray-venv box2d-venv
 	$(PY) benchmarks/cluster_bench.py $(CLUSTER_ARGS)
 

@@ -1,6 +1,7 @@
 """Ray node groups on separate network hosts against the local backend on the same cores (root).
 
     cluster_bench.py                          # throughput over a LAN-like and a WAN-like link
+    cluster_bench.py --auth --repeats 5       # two groups on the LAN-like link with Ray's token and without
     cluster_bench.py --learn --seeds 5        # Acrobot's and LunarLander's presets to a confirmed solve
     cluster_bench.py --learn --env Acrobot-v1 # one of them
     cluster_bench.py --learn --env Acrobot-v1 --intervals 10,50   # the cluster at each --sync-interval
@@ -21,6 +22,11 @@ stopped by SIGINT after --seconds: `--backend local` on this machine, then, for 
 steady env steps/s from metrics.csv and its ratio to the local backend's, each group's env steps
 (summary.json's group_figures), and the bytes the worker hosts' links sent and received over the run per
 exchange with the global model (their interface counters). Beside them the env-alone rate.
+
+Authentication (--auth): the throughput runs' two groups on the LAN-like hosts at the trainer's
+--sync-interval, on a cluster started with token authentication and on one started without (the trainer
+joins that with --ray-allow-unauthenticated), a new cluster for each run as the two cannot be up at once,
+their order swapped every repeat; the local backend once a repeat, the machine's drift beside them.
 
 Learning (--learn): each preset over --seeds, `--num-processes 8` locally against two groups of 4 on
 the LAN-like hosts at each --sync-interval of --intervals (default: the trainer's), to a confirmed solve
@@ -79,6 +85,31 @@ def throughput(seconds: float, intervals: list[int], repeats: int, group_active:
                     run["bytes_per_sync"] = moved / max(syncs, 1)
                     run["shaper_cpu_seconds"] = shaper_cpu_seconds() - shaper_before
                     rates.setdefault(f"{name}, --sync-interval {interval}", []).append(run)
+    return rates
+
+
+def authentication_cost(seconds: float, repeats: int, group_active: int) -> dict:
+    """Env steps/s of two groups on the LAN-like hosts with Ray's token and without, alternated; the local
+    backend once a repeat."""
+    rates: dict[str, list[dict]] = {"local": []}
+    delay_ms, rate_mbit = LINKS[LAN]
+    for repeat in range(repeats):
+        rates["local"].append(train_for(seconds, WORKERS, ENVS))
+        for auth in (True, False) if repeat % 2 == 0 else (False, True):
+            with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit, auth=auth) as head:
+                run = train_for(
+                    seconds,
+                    WORKERS // GROUPS,
+                    ENVS,
+                    in_namespace(HEAD, []),
+                    backend="ray",
+                    ray_address=head,
+                    nodes=GROUPS,
+                    active_workers=group_active,
+                    **({} if auth else {"ray_allow_unauthenticated": True}),
+                )
+            name = f"{LAN}, {'token authentication' if auth else 'no authentication'}"
+            rates.setdefault(name, []).append(run)
     return rates
 
 
@@ -142,6 +173,7 @@ def main() -> None:
         help="each group's --active-workers (default: cores / groups, the hosts' share; 0: a turn a core each)",
     )
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
+    parser.add_argument("--auth", action="store_true", help="the throughput with Ray's token against without")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=0, help="with --learn: the first seed")
     parser.add_argument("--env", action="append", choices=list(LEARN), help="with --learn: one preset; repeat for more")
@@ -165,7 +197,10 @@ def main() -> None:
         save_json(args.out or "cluster-learn", {**info, "runs": runs})
         return
     env_alone = env_ceiling(ENVS, 2.0)
-    rates = throughput(args.seconds, intervals, args.repeats, args.group_active)
+    if args.auth:
+        rates = authentication_cost(args.seconds, args.repeats, args.group_active)
+    else:
+        rates = throughput(args.seconds, intervals, args.repeats, args.group_active)
     local = statistics.median(run["env_steps_per_second"] for run in rates["local"])
     print(f"\nenv alone (random actions, {ENVS} envs a process, one per core): {env_alone:,.0f} steps/s")
     rows = []
@@ -186,7 +221,8 @@ def main() -> None:
         )
     headers = ["backend", "env steps/s", "x local", "link bytes per sync", "env steps a group", "shaper cores"]
     print_table(headers, rows)
-    save_json(args.out or "cluster", {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
+    default_name = "cluster-auth" if args.auth else "cluster"
+    save_json(args.out or default_name, {**info, "env_alone_steps_per_second": env_alone, "rates": rates})
 
 
 if __name__ == "__main__":

@@ -138,7 +138,20 @@ def environment() -> dict:
         "python": sys.version.split()[0],
         "versions": versions,
         "load_average_at_start": os.getloadavg(),
+        "cpu": cpu_features(),
     }
+
+
+def cpu_features() -> dict:
+    """The CPU's model and the vector features that change a run's speed from one machine to the next."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    return {"model": model, "flags": [flag for flag in wanted if flag in flags]}
 
 
 def print_table(headers: list[str], rows: list[list]) -> None:

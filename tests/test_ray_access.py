@@ -101,6 +101,12 @@ def test_a_cluster_without_authentication_is_joined_only_when_the_user_says_so(c
     assert "RAY_AUTH_MODE" not in environ
 
 
+def test_with_rays_tls_on_the_cluster_is_left_to_its_certificates(tmp_path):
+    # no server at all: with TLS, a plain call would get no answer, so none is made
+    line, warning = prepare_join("127.0.0.1:1", False, {"RAY_USE_TLS": "1"}, tmp_path)
+    assert line.startswith("Ray: TLS on") and not warning
+
+
 def environment_of(pid: int) -> dict:
     entries = Path(f"/proc/{pid}/environ").read_text().split("\0")
     return dict(entry.split("=", 1) for entry in entries if "=" in entry)

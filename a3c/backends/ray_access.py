@@ -81,9 +81,13 @@ def prepare_join(
 
     Returns the line that says what was found, and whether it is a warning; sets RAY_AUTH_MODE=token in
     `environ` where the cluster requires a token. Raises ConfigError (one line that points at the guide) for a
-    cluster without authentication unless `allow_unauthenticated`, and for a missing or refused token."""
+    cluster without authentication unless `allow_unauthenticated`, and for a missing or refused token.
+    With Ray's TLS on, where the probe's plain gRPC gets no answer, the check is left to TLS's own: the
+    cluster then takes only peers whose certificate its CA signed."""
     import grpc
 
+    if environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
+        return f"Ray: TLS on (RAY_USE_TLS): the cluster at {address} takes only peers its CA signed", False
     without = probe(address, None)
     if without == grpc.StatusCode.OK:
         if not allow_unauthenticated:

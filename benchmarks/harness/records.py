@@ -6,7 +6,7 @@ and version, the commit, the seed), where (the date, the machine's cores and CPU
 ended (the final figures, the stop reason) and the command that makes it again. `make report`
 (harness/report.py) builds the results page from these files alone.
 
-    benchmarks/results/runs/<suite>/<env>--<contender>--<version>--seed<N>.json
+    benchmarks/results/records/<suite>/<env>--<contender>--<version>--seed<N>.json
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 SCHEMA = 1
-RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
+RUNS = Path(__file__).resolve().parent.parent / "results" / "records"
 # The suites, in the page's order, with their headings
 SUITES = {
     "classic-control": "Classic control",
