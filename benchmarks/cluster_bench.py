@@ -39,11 +39,14 @@ import argparse
 import os
 import shlex
 import statistics
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
+from harness.records import write
+from harness.trainer_runs import learning_record, make_command, speed_record
 from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes, shaper_cpu_seconds
 from ray_bench import train_for
 from solve import show_spread, spread
@@ -57,6 +60,24 @@ LINKS = {"unshaped": (0.0, 0.0), LAN: (1.0, 1000.0), "WAN (20 ms, 100 Mbit/s)": 
 WORKERS, ENVS, GROUPS = 8, 32, 2
 SHARE_ACTIVE = max(1, (os.cpu_count() or 1) // GROUPS)  # each host's share of the cores the hosts share
 LEARN = {"Acrobot-v1": 600.0, "LunarLander-v3": 1800.0}  # the env, and the timeout of a run
+# the contenders as the records name them
+LOCAL, ON_GROUPS = "a3c, local backend (8 processes)", "a3c, 2 node groups x 4"
+COMMAND = make_command("bench-cluster", "CLUSTER_ARGS", sys.argv[1:])
+
+
+def groups_for(seconds: float, head: str, group_active: int, **options) -> dict:
+    """Two node groups of the throughput's pipeline on the hosts of the cluster at `head`, for `seconds`."""
+    return train_for(
+        seconds,
+        WORKERS // GROUPS,
+        ENVS,
+        in_namespace(HEAD, []),
+        backend="ray",
+        ray_address=head,
+        nodes=GROUPS,
+        active_workers=group_active,
+        **options,
+    )
 
 
 def throughput(seconds: float, intervals: list[int], repeats: int, group_active: int) -> dict:
@@ -69,17 +90,7 @@ def throughput(seconds: float, intervals: list[int], repeats: int, group_active:
                 rates["local"].append(train_for(seconds, WORKERS, ENVS))
                 for interval in intervals:
                     before, shaper_before = [link_bytes(host) for host in workers], shaper_cpu_seconds()
-                    run = train_for(
-                        seconds,
-                        WORKERS // GROUPS,
-                        ENVS,
-                        in_namespace(HEAD, []),
-                        backend="ray",
-                        ray_address=head,
-                        nodes=GROUPS,
-                        sync_interval=interval,
-                        active_workers=group_active,
-                    )
+                    run = groups_for(seconds, head, group_active, sync_interval=interval)
                     moved = sum(sum(after) - sum(start) for after, start in zip(map(link_bytes, workers), before))
                     syncs = sum(group["syncs"] for group in run["summary"].get("group_figures", []))
                     run["bytes_per_sync"] = moved / max(syncs, 1)
@@ -97,28 +108,32 @@ def authentication_cost(seconds: float, repeats: int, group_active: int) -> dict
         rates["local"].append(train_for(seconds, WORKERS, ENVS))
         for auth in (True, False) if repeat % 2 == 0 else (False, True):
             with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit, auth=auth) as head:
-                run = train_for(
-                    seconds,
-                    WORKERS // GROUPS,
-                    ENVS,
-                    in_namespace(HEAD, []),
-                    backend="ray",
-                    ray_address=head,
-                    nodes=GROUPS,
-                    active_workers=group_active,
-                    **({} if auth else {"ray_allow_unauthenticated": True}),
-                )
+                run = groups_for(seconds, head, group_active, **({} if auth else {"ray_allow_unauthenticated": True}))
             name = f"{LAN}, {'token authentication' if auth else 'no authentication'}"
             rates.setdefault(name, []).append(run)
     return rates
 
 
-def solve_on(env: str, seed: int, timeout: float, host: list[str], extra: Sequence[str] = (), **options) -> dict:
+def solve_on(env: str, seed: int, host: list[str], contender: str, extra: Sequence[str] = (), **options) -> dict:
+    """A run of `env`'s preset to a confirmed solve or the timeout, launched behind `host`; its record written."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         command = trainer_command(run_dir, env=env, seed=seed, **options) + ["--no-tensorboard", *extra]
-        wall, _, _ = run_timed([*host, *command], timeout)
+        wall, _, _ = run_timed([*host, *command], LEARN[env])
         summary = read_summary(run_dir)
+        budget = {"minutes": LEARN[env] / 60}
+        write(
+            learning_record(
+                run_dir,
+                launch_seconds=wall,
+                suite="clusters",
+                contender=contender,
+                seed=seed,
+                command=COMMAND,
+                budget=budget,
+                settings=options,
+            )
+        )
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary["solved_env_steps"]}
 
 
@@ -129,16 +144,16 @@ def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[st
     delay_ms, rate_mbit = LINKS[LAN]
     with cluster(GROUPS, WORKERS // GROUPS, 0, delay_ms, rate_mbit) as head:
         for env in envs:
-            timeout = LEARN[env]
             by = runs.setdefault(env, {"local, 8 processes": []})
             for seed in seeds:
-                by["local, 8 processes"].append(solve_on(env, seed, timeout, [], num_processes=WORKERS))
+                by["local, 8 processes"].append(solve_on(env, seed, [], LOCAL, num_processes=WORKERS))
                 for interval in intervals:
+                    words = [f", --sync-interval {interval}"] if interval != Config().sync_interval else []
                     cluster_run = solve_on(
                         env,
                         seed,
-                        timeout,
                         in_namespace(HEAD, []),
+                        "".join([ON_GROUPS, f", {LAN}", *words, *(f", {word}" for word in extra)]),
                         backend="ray",
                         ray_address=head,
                         nodes=GROUPS,
@@ -153,6 +168,28 @@ def learning(envs: list[str], seeds: range, intervals: list[int], extra: list[st
                     )
                     by.setdefault(name, []).append(cluster_run)
     return runs
+
+
+def write_rates(rates: dict, env_alone: float, first_seed: int, seconds: float) -> None:
+    """The records of runs timed once a repeat each (seeded by the repeat from `first_seed`), each against the
+    local backend's run of its repeat."""
+    for name, runs in rates.items():
+        contender = LOCAL if name == "local" else f"{ON_GROUPS}, {name}"
+        for repeat, (run, local) in enumerate(zip(runs, rates["local"])):
+            rate = run["env_steps_per_second"]
+            ratio = rate / local["env_steps_per_second"]
+            fields = dict(suite="clusters", env="CartPole-v1", contender=contender, seed=first_seed + repeat)
+            write(
+                speed_record(
+                    steps_per_second=rate,
+                    env_alone=env_alone,
+                    ratio=ratio,
+                    command=COMMAND,
+                    budget={"minutes": seconds / 60},
+                    stop_reason=run["stop_reason"],
+                    **fields,
+                )
+            )
 
 
 def median_and_range(runs: list[dict], key: str) -> str:
@@ -175,7 +212,9 @@ def main() -> None:
     parser.add_argument("--learn", action="store_true", help="the presets' learning instead of the throughput")
     parser.add_argument("--auth", action="store_true", help="the throughput with Ray's token against without")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=0, help="with --learn: the first seed")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="the first seed (--learn), or the first repeat's number (--auth)"
+    )
     parser.add_argument("--env", action="append", choices=list(LEARN), help="with --learn: one preset; repeat for more")
     parser.add_argument(
         "--group-options", default="", help='with --learn: trainer options of the cluster runs, e.g. "--lr 1e-3"'
@@ -199,6 +238,7 @@ def main() -> None:
     env_alone = env_ceiling(ENVS, 2.0)
     if args.auth:
         rates = authentication_cost(args.seconds, args.repeats, args.group_active)
+        write_rates(rates, env_alone, args.first_seed, args.seconds)
     else:
         rates = throughput(args.seconds, intervals, args.repeats, args.group_active)
     local = statistics.median(run["env_steps_per_second"] for run in rates["local"])

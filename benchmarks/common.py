@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import matplotlib
+from harness.trainer_runs import cpu_features
 
 from a3c.config.options import as_option, option_name, option_value
 
@@ -140,18 +141,6 @@ def environment() -> dict:
         "load_average_at_start": os.getloadavg(),
         "cpu": cpu_features(),
     }
-
-
-def cpu_features() -> dict:
-    """The CPU's model and the vector features that change a run's speed from one machine to the next."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
-    return {"model": model, "flags": [flag for flag in wanted if flag in flags]}
 
 
 def print_table(headers: list[str], rows: list[list]) -> None:

@@ -1,5 +1,6 @@
 """The Ray backend on separate network hosts: a head and two worker hosts in network namespaces, Ray started on
-each as the clusters guide tells a user (benchmarks/netns_cluster.py), the trainer on the head's host."""
+each as the clusters guide tells a user (benchmarks/netns_cluster.py), with the cluster's token or without
+authentication, the trainer on the head's host, and a host on the same network that has no token."""
 
 from __future__ import annotations
 
@@ -17,29 +18,6 @@ pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirem
 pytestmark = pytest.mark.slow
 
 SCRIPT = str(REPO_ROOT / "benchmarks" / "netns_cluster.py")
-
-
-@pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
-@pytest.mark.timeout(240)
-def test_cartpole_solves_on_three_hosts_and_the_cluster_leaves_nothing_behind(tmp_path):
-    run_dir = tmp_path / "run"
-    trainer = [sys.executable, "main.py", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "{head}"]
-    options = ["--num-processes", "1", "--run-dir", str(run_dir), "--max-steps", "300000", "--no-tensorboard"]
-    result = subprocess.run(
-        [sys.executable, SCRIPT, "run", "--workers", "2", "--cpus-per-host", "1", "--", *trainer, *options],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=220,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["solved"], summary
-    hosts = sorted(group["host"].split()[0] for group in summary["group_figures"])
-    assert hosts == ["10.213.7.1", "10.213.7.2", "10.213.7.3"], summary["group_figures"]
-    assert our_namespaces() == []
-    left = subprocess.run(["pgrep", "-f", "ray/core/src/ray/raylet/raylet"], capture_output=True, text=True).stdout
-    assert left == "", left
 
 
 netns_cluster = benchmark_module("netns_cluster")
@@ -67,19 +45,24 @@ def on_host(host: str, command: list[str], **options) -> subprocess.Popen:
 
 @pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
 @pytest.mark.timeout(240)
-def test_a_host_without_the_clusters_token_is_refused_on_every_port_and_cannot_run_a_task(tmp_path):
+def test_cartpole_solves_on_three_hosts_with_the_token_and_a_host_without_it_is_refused_everywhere(tmp_path):
     wrong = tmp_path / "wrong_token"
     wrong.write_text("0" * 64)
+    run_dir = tmp_path / "run"
     with netns_cluster.cluster(2, 1, 1, outsiders=1) as head:
         token = os.environ["RAY_AUTH_TOKEN_PATH"]  # the cluster's, as every host of it reads it
+        trainer = subprocess.Popen(
+            netns_cluster.in_namespace(
+                netns_cluster.PREFIX + "head",
+                [sys.executable, "main.py", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", head]
+                + ["--num-processes", "1", "--run-dir", str(run_dir), "--max-steps", "300000", "--no-tensorboard"],
+            ),
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         outsider = netns_cluster.outsider_names(1)[0]
-        exposed = [
-            f"{netns_cluster.address(index)}:{socket.port}"
-            for index, host in enumerate(netns_cluster.host_names(2))
-            for socket in exposure.listening_sockets(tuple(netns_cluster.in_namespace(host, [])))
-            if not socket.loopback
-        ]
-        probe = [sys.executable, str(REPO_ROOT / "benchmarks" / "ray_exposure.py"), "probe"]
         clients = {
             name: on_host(outsider, [sys.executable, "-c", CLIENT, head], **options)
             for name, options in {
@@ -88,12 +71,20 @@ def test_a_host_without_the_clusters_token_is_refused_on_every_port_and_cannot_r
                 "with": {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token},
             }.items()
         }
+        exposed = [
+            f"{netns_cluster.address(index)}:{socket.port}"
+            for index, host in enumerate(netns_cluster.host_names(2))
+            for socket in exposure.listening_sockets(tuple(netns_cluster.in_namespace(host, [])))
+            if not socket.loopback
+        ]
+        probe = [sys.executable, str(REPO_ROOT / "benchmarks" / "ray_exposure.py"), "probe"]
         answers = {
             name: json.loads(on_host(outsider, [*probe, *exposed, *options]).communicate(timeout=120)[0])
             for name, options in {"without": [], "wrong": ["--token-file", str(wrong)]}.items()
         }
         head_store = on_host(outsider, [*probe, head, "--token-file", token]).communicate(timeout=30)[0]
         said = {name: (client.communicate(timeout=120)[0], client.returncode) for name, client in clients.items()}
+        trained = trainer.communicate(timeout=180)[0]
     # the control store, and each host's node manager, object manager and workers
     assert len(exposed) >= 9 and head in exposed, exposed
     for name in ("without", "wrong"):
@@ -101,11 +92,16 @@ def test_a_host_without_the_clusters_token_is_refused_on_every_port_and_cannot_r
         assert said[name][1] != 0 and "ran" not in said[name][0], said[name][0]
     assert json.loads(head_store) == {head: "accepted"}
     assert said["with"][1] == 0 and "ran 1\n" in said["with"][0], said["with"]
+    assert trainer.returncode == 0 and "requires token authentication; joined with the token" in trained, trained
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["solved"], summary
+    hosts = sorted(group["host"].split()[0] for group in summary["group_figures"])
+    assert hosts == ["10.213.7.1", "10.213.7.2", "10.213.7.3"], summary["group_figures"]
 
 
 @pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
 @pytest.mark.timeout(180)
-def test_the_trainer_joins_a_cluster_without_authentication_only_when_told_in_so_many_words(tmp_path):
+def test_the_trainer_joins_a_cluster_without_authentication_only_when_told_and_the_cluster_leaves_nothing(tmp_path):
     trainer = [sys.executable, "main.py", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "{head}"]
     options = ["--num-processes", "1", "--max-steps", "2000", "--eval-episodes", "0", "--no-tensorboard"]
     script = [sys.executable, SCRIPT, "run", "--no-auth", "--workers", "1", "--cpus-per-host", "1", "--", "sh", "-c"]
@@ -125,3 +121,6 @@ def test_the_trainer_joins_a_cluster_without_authentication_only_when_told_in_so
     assert result.returncode == 0, result.stdout + result.stderr
     assert "warning: the Ray cluster at 10.213.7.1:6379 requires no authentication" in result.stderr
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["env_steps"] >= 2000
+    assert our_namespaces() == []
+    left = subprocess.run(["pgrep", "-f", "ray/core/src/ray/raylet/raylet"], capture_output=True, text=True).stdout
+    assert left == "", left

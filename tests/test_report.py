@@ -116,3 +116,30 @@ def test_the_results_page_and_the_readme_table_are_what_the_records_give():
         timeout=120,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_trainer_runs_record_has_its_solve_its_curve_without_confirmations_and_the_checkout(tmp_path):
+    from harness import trainer_runs
+
+    summary = {
+        "env": "CartPole-v1",
+        "env_steps": 12_000,
+        "solved_env_steps": 10_000,
+        "target_return": 475.0,
+        "solved": True,
+        "confirmed_return": 490.5,
+        "confirmed_episodes": 100,
+        "last_eval_return": 500.0,
+        "stop_reason": "target_reached",
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "eval.csv").write_text(
+        "env_steps,wall_seconds,mean_return,confirmation\n5000,2.5,120.0,0\n10000,5.0,500.0,0\n10000,6.0,490.5,1\n"
+    )
+    made = trainer_runs.learning_record(
+        tmp_path, launch_seconds=9.0, suite="classic-control", contender="a3c", seed=3, command="make x", budget={}
+    )
+    assert made.final == {"env_steps": 10_000, "minutes": 0.15, "solved": True, "return": 490.5, "return_episodes": 100}
+    assert made.curve == [[5000, 2.5, 120.0], [10000, 5.0, 500.0]]
+    assert made.version == f"a3c {__import__('a3c').__version__}" and made.machine["cores"] >= 1
+    assert records.validate(asdict(made), "made") == made

@@ -1,0 +1,106 @@
+"""The record (records.py) of one run of the trainer, from its run directory and the benchmark's own clock: what
+every benchmark that launches `python main.py` writes, so that `make report` finds its runs."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from harness.records import Record
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def cpu_features() -> dict:
+    """The CPU's model and the vector features that change a run's speed from one machine to the next."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    return {"model": model, "flags": [flag for flag in wanted if flag in flags]}
+
+
+def machine() -> dict:
+    return {"cores": os.cpu_count(), "cpu": cpu_features()}
+
+
+def checkout(repo: Path = REPO) -> tuple[str, str]:
+    """The version ("a3c 0.26.0") and commit of the checkout whose main.py ran (another one for a baseline)."""
+    text = (repo / "a3c" / "_version.py").read_text()
+    version = re.search(r'__version__ = "([^"]+)"', text).group(1)
+    found = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return f"a3c {version}", found.stdout.strip() if found.returncode == 0 else ""
+
+
+def curve(run_dir: Path) -> list[list]:
+    """The greedy evaluations of eval.csv (the confirmations aside): env steps, the trainer's seconds, mean
+    return."""
+    path = run_dir / "eval.csv"
+    if not path.exists():
+        return []
+    with path.open() as file:
+        return [
+            [int(row["env_steps"]), round(float(row["wall_seconds"]), 2), round(float(row["mean_return"]), 3)]
+            for row in csv.DictReader(file)
+            if row.get("confirmation", "0") in ("0", "")
+        ]
+
+
+def final(summary: dict, launch_seconds: float) -> dict:
+    """The figures a learning run ends with: solved where it had a target, the env steps to the solve or the end,
+    minutes from launch to exit (a solve ends the run), and the greedy return that was confirmed, or the last."""
+    figures = {
+        "env_steps": summary["solved_env_steps"] or summary["env_steps"],
+        "minutes": round(launch_seconds / 60, 3),
+    }
+    if summary.get("target_return") is not None:
+        figures["solved"] = bool(summary["solved"])
+    if summary.get("confirmed_return") is not None:
+        figures["return"], figures["return_episodes"] = summary["confirmed_return"], summary["confirmed_episodes"]
+    elif summary.get("last_eval_return") is not None:
+        figures["return"] = summary["last_eval_return"]
+    return figures
+
+
+def record(*, repo: Path = REPO, settings: dict | None = None, **fields) -> Record:
+    """A record of a run of the checkout at `repo`, made now on this machine: `fields` are the run's own."""
+    version, commit = checkout(repo)
+    date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    return Record(version=version, commit=commit, date=date, machine=machine(), settings=settings or {}, **fields)
+
+
+def learning_record(run_dir: Path, *, launch_seconds: float, **fields) -> Record:
+    """The record of the learning run in `run_dir`, launched `launch_seconds` before it exited; `fields`: its
+    suite, contender, seed, command, budget (and settings, repo)."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return record(
+        env=summary["env"],
+        final=final(summary, launch_seconds),
+        curve=curve(run_dir),
+        stop_reason=summary["stop_reason"],
+        **fields,
+    )
+
+
+def speed_record(
+    *, steps_per_second: float, env_alone: float, ratio: float | None = None, stop_reason: str = "", **fields
+) -> Record:
+    """The record of a timed run: its steady env steps a second, beside the env alone on the same cores and, where
+    it was measured side by side with the suite's reference, their ratio."""
+    figures = {"steps_per_second": round(steps_per_second, 1), "env_alone_steps_per_second": round(env_alone, 1)}
+    if ratio is not None:
+        figures["ratio"] = round(ratio, 4)
+    return record(final=figures, stop_reason=stop_reason, **fields)
+
+
+def make_command(target: str, variable: str, arguments: list[str]) -> str:
+    """The make command that runs a benchmark again with `arguments`: `make bench-x X_ARGS="..."`."""
+    return f'make {target} {variable}="{" ".join(arguments)}"' if arguments else f"make {target}"
