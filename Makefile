@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
 
 venv: $(VENV)/.installed
 
@@ -17,7 +17,7 @@ train: venv
 	$(PY) main.py --env CartPole-v1 --num-processes 8
 
 # The extras: requirements-<extra>.txt on top of the base install, e.g. make ray-venv
-EXTRAS := atari box2d ray video minatar docs tune track export lint
+EXTRAS := atari box2d ray video minatar mujoco docs tune track export lint
 
 $(EXTRAS:%=%-venv): %-venv: $(VENV)/.%-installed
 
@@ -25,7 +25,7 @@ $(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VEN
 	$(PY) -m pip install --quiet -r $<
 	touch $@
 
-test: atari-venv box2d-venv ray-venv video-venv minatar-venv docs-venv tune-venv track-venv export-venv lint-venv
+test: atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv tune-venv track-venv export-venv lint-venv
 	$(PY) -m pytest -q --durations=15   # the slowest tests, named: the suite is kept under 10 minutes
 
 # ruff's checks and format, and the layers contract (pyproject.toml): imports only go down

@@ -348,12 +348,11 @@ def evaluate(checkpoint, episodes, env_id, seed, video):
 
     from a3c.agent import load_agent
     from a3c.parallel.evaluation import evaluate_agent
-    from a3c.tools.video import check_video_path, record_episodes, require_imageio
+    from a3c.tools.video import check_video_path, record_episodes, require_writer
 
     with usage_errors():
         if video is not None:
-            require_imageio("--video")
-            check_video_path(video)
+            require_writer("--video", check_video_path(video).suffix)
         agent = load_agent(checkpoint, env_id)
         if video is None:
             returns = evaluate_agent(agent, episodes, seed)

@@ -21,6 +21,8 @@ from .masked_env import EPISODE
 from .test_cli import assert_one_line_usage_error
 
 imageio = pytest.importorskip("imageio.v2", reason="videos need pip install -r requirements-video.txt")
+# imageio alone (as gymnasium's MuJoCo extra brings it) writes no .mp4: the ffmpeg plugin is the video extra's
+pytest.importorskip("imageio_ffmpeg", reason=".mp4 videos need pip install -r requirements-video.txt")
 pytest.importorskip("pygame", reason="CartPole renders with pygame: pip install -r requirements-video.txt")
 from PIL import Image, ImageSequence  # noqa: E402  (Pillow comes with imageio: after its skip)
 
@@ -105,9 +107,10 @@ def test_a_bad_video_path_is_a_one_line_usage_error(untrained_checkpoint, tmp_pa
 
 
 @pytest.mark.timeout(60)
-def test_without_imageio_video_options_are_a_one_line_usage_error(untrained_checkpoint, tmp_path):
+@pytest.mark.parametrize("hidden, words", [("imageio", "imageio with its ffmpeg plugin"), ("imageio_ffmpeg", "ffmpeg")])
+def test_without_the_mp4_writer_video_options_are_a_one_line_usage_error(untrained_checkpoint, tmp_path, hidden, words):
     hide = (
-        "import runpy, sys; sys.modules['imageio'] = None; "  # `import imageio` now fails, installed or not
+        f"import runpy, sys; sys.modules[{hidden!r}] = None; "  # `import <hidden>` now fails, installed or not
         "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')"
     )
     for args in (
@@ -117,8 +120,30 @@ def test_without_imageio_video_options_are_a_one_line_usage_error(untrained_chec
         result = subprocess.run(
             [sys.executable, "-c", hide, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50
         )
-        assert_one_line_usage_error(result, "pip install -r requirements-video.txt")
+        assert_one_line_usage_error(result, words, "pip install -r requirements-video.txt")
     assert not (tmp_path / "a.mp4").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(60)
+def test_without_the_ffmpeg_plugin_a_gif_is_still_written(untrained_checkpoint, tmp_path):
+    hide = (
+        "import runpy, sys; sys.modules['imageio_ffmpeg'] = None; "
+        "sys.argv = ['main.py', *sys.argv[1:]]; runpy.run_path('main.py', run_name='__main__')"
+    )
+    args = [
+        "evaluate",
+        "--checkpoint",
+        str(untrained_checkpoint),
+        "--episodes",
+        "1",
+        "--video",
+        str(tmp_path / "a.gif"),
+    ]
+    result = subprocess.run(
+        [sys.executable, "-c", hide, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=50
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a.gif").stat().st_size > 0
 
 
 @pytest.mark.timeout(60)

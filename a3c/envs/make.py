@@ -4,6 +4,7 @@ read from its spaces."""
 from __future__ import annotations
 
 import functools
+import os
 from typing import Optional
 
 import gymnasium as gym
@@ -18,8 +19,14 @@ from a3c.errors import EnvError, first_line
 
 
 def rendering(render_mode: Optional[str]) -> dict:
-    """gym.make's render_mode only when asked for: an env without the argument must still be made."""
-    return {} if render_mode is None else {"render_mode": render_mode}
+    """gym.make's render_mode only when asked for: an env without the argument must still be made. Without a
+    display, MuJoCo's tasks draw with EGL unless MUJOCO_GL says otherwise: gymnasium would try GLFW first, which
+    without a display fails only at the first frame (docs/guides/videos.md)."""
+    if render_mode is None:
+        return {}
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    return {"render_mode": render_mode}
 
 
 NOOP_MAX = 30  # random no-ops after a reset: different starts from a deterministic emulator

@@ -18,7 +18,7 @@ from a3c.agent import Agent
 from a3c.envs.make import make_env
 from a3c.envs.masks import ACTION_MASK
 from a3c.envs.progress import EpisodeProgress
-from a3c.errors import ConfigError, EnvError, check_output_file
+from a3c.errors import ConfigError, EnvError, check_output_file, first_line
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 FRAMES_PER_SECOND = 30
@@ -26,12 +26,18 @@ MIN_SIDE = 128  # pixels: smaller frames (MinAtar's 10 x 10) are enlarged by a w
 TRAINING_VIDEO_STEPS = 1_000  # a video of the evaluator's: about half a minute
 
 
-def require_imageio(option: str):
-    try:
-        import imageio.v2 as imageio
-    except ImportError:
-        raise ConfigError(f"{option} needs imageio: pip install -r requirements-video.txt") from None
-    return imageio
+def require_writer(option: str, suffix: str) -> None:
+    """Refuse in one line a video whose format's writer is missing: .mp4 needs imageio and its ffmpeg plugin
+    (imageio alone, as some env packages bring it, cannot write one), .gif Pillow. Checked before filming."""
+    needed = ("PIL",) if suffix.lower() == ".gif" else ("imageio", "imageio_ffmpeg")
+    for module in needed:
+        try:
+            __import__(module)
+        except ImportError:
+            what = "Pillow" if suffix.lower() == ".gif" else "imageio with its ffmpeg plugin"
+            raise ConfigError(
+                f"{option} needs {what} for {suffix} files: pip install -r requirements-video.txt"
+            ) from None
 
 
 def check_video_path(path: str | Path) -> Path:
@@ -52,6 +58,11 @@ def rendered_frame(env, env_id: str) -> np.ndarray:
         frame = env.render()
     except NotImplementedError:
         frame = None
+    except Exception as error:  # a renderer that cannot draw here (MuJoCo's OpenGL without a display, say)
+        raise EnvError(
+            f"{env_id} could not render a frame ({first_line(error)}); MuJoCo's tasks draw offscreen with "
+            "MUJOCO_GL=egl or osmesa (docs/guides/videos.md)"
+        ) from None
     if not isinstance(frame, np.ndarray) or frame.ndim != 3:
         raise EnvError(f"{env_id} does not render rgb_array frames, so it cannot be filmed")
     return video_frame(frame)
@@ -86,15 +97,18 @@ class GifWriter:
 
 
 def video_writer(path: str | Path):
-    imageio = require_imageio("--video")  # also for .gif: the extra is what brings Pillow
-    if Path(path).suffix.lower() == ".gif":
+    suffix = Path(path).suffix
+    require_writer("--video", suffix)
+    if suffix.lower() == ".gif":
         return GifWriter(path, FRAMES_PER_SECOND)
+    import imageio.v2 as imageio
+
     return imageio.get_writer(str(path), fps=FRAMES_PER_SECOND, macro_block_size=2)  # even sides, unscaled
 
 
 def check_renders(env_id: str) -> None:
     """Refuse at once, before training, an env that cannot be filmed (and a missing imageio)."""
-    require_imageio("--video-interval")
+    require_writer("--video-interval", ".mp4")  # the evaluator's videos
     env = make_env(env_id, training=False, render_mode="rgb_array")
     try:
         env.reset(seed=0)
