@@ -52,74 +52,74 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 	touch $@
 
 bench-throughput: bench-venv
-	$(PY) benchmarks/throughput.py
+	$(PY) benchmarks/speed/throughput.py
 
 bench-learners: bench-venv
-	$(PY) benchmarks/learners.py
+	$(PY) benchmarks/speed/learners.py
 
 # SOLVE_ARGS="--seeds 10 --baseline /tmp/old": more seeds, and another checkout side by side
 bench-solve: bench-venv
-	$(PY) benchmarks/solve.py $(SOLVE_ARGS)
+	$(PY) benchmarks/learning/solve.py $(SOLVE_ARGS)
 
 # ZOO_ARGS="--env Acrobot-v1 --seeds 3": a part of the suite (the whole of it takes hours on 2 cores)
 bench-zoo: bench-venv box2d-venv
-	$(PY) benchmarks/zoo.py $(ZOO_ARGS)
+	$(PY) benchmarks/learning/zoo.py $(ZOO_ARGS)
 
 # NoisyNet against no noise and entropy dithering where random play rarely finds the reward (hours on 2 cores);
 # EXPLORE_ARGS="--env a3c/DeepSea20-v0 --seeds 3" for a part
 bench-explore: bench-venv
-	$(PY) benchmarks/explore.py $(EXPLORE_ARGS)
+	$(PY) benchmarks/learning/explore.py $(EXPLORE_ARGS)
 
 # Ray node groups on hosts made of network namespaces (root), against the local backend; CLUSTER_ARGS="--learn",
 # CLUSTER_ARGS="--auth --repeats 5": with Ray's token against without
 bench-cluster: bench-venv ray-venv box2d-venv
-	$(PY) benchmarks/cluster_bench.py $(CLUSTER_ARGS)
+	$(PY) benchmarks/scale/cluster_bench.py $(CLUSTER_ARGS)
 
 # faults across namespace hosts (root): a link cut, a raylet killed, the head's host lost; 3 tries each
 bench-cluster-faults: bench-venv ray-venv
-	$(PY) benchmarks/cluster_faults.py $(FAULTS_ARGS)
+	$(PY) benchmarks/faults/cluster_faults.py $(FAULTS_ARGS)
 
 # stops as schedulers send them (a process group's SIGTERM, GNU timeout), 10 tries each; STOPS_ARGS picks a part
 bench-stops: bench-venv minatar-venv
-	$(PY) benchmarks/stops.py $(STOPS_ARGS)
+	$(PY) benchmarks/faults/stops.py $(STOPS_ARGS)
 
 bench-ray: bench-venv ray-venv
-	$(PY) benchmarks/ray_bench.py
+	$(PY) benchmarks/speed/ray_bench.py
 
 # MINATAR_ARGS="--game Breakout --seeds 1 --minutes 2": a part (the whole takes about 40 minutes on 2 cores)
 bench-minatar: bench-venv minatar-venv
-	$(PY) benchmarks/minatar_bench.py $(MINATAR_ARGS)
+	$(PY) benchmarks/learning/minatar_bench.py $(MINATAR_ARGS)
 
-# where a worker's second goes (atari_phases.py), then the trainer's rate beside the env alone;
+# where a worker's second goes (speed/atari_phases.py), then the trainer's rate beside the env alone;
 # ATARI_ARGS="--baseline /tmp/old": also run another checkout (git worktree add /tmp/old <commit>) side by side
 bench-atari: bench-venv atari-venv
-	$(PY) benchmarks/atari_phases.py
-	$(PY) benchmarks/atari_bench.py $(ATARI_ARGS)
+	$(PY) benchmarks/speed/atari_phases.py
+	$(PY) benchmarks/speed/atari_bench.py $(ATARI_ARGS)
 
 # 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--game Pong --seeds 1 --minutes 60" for Pong
 bench-atari-learn: bench-venv atari-venv
-	$(PY) benchmarks/atari_learn.py $(ATARI_LEARN_ARGS)
+	$(PY) benchmarks/learning/atari_learn.py $(ATARI_LEARN_ARGS)
 
 # best.pt of each preset's runs replayed on 100 new episodes; HOLDOUT_ARGS="--env CartPole-v1 --seeds 3" for a part
 bench-holdout: bench-venv box2d-venv
-	$(PY) benchmarks/holdout.py $(HOLDOUT_ARGS)
+	$(PY) benchmarks/learning/holdout.py $(HOLDOUT_ARGS)
 
 # a3c tune from the plain defaults for 30 minutes, then its best.toml against the preset on 5 new seeds;
 # TUNE_ARGS="--env LunarLander-v3 --minutes 90 --max-steps 1000000"
 bench-tune: bench-venv tune-venv box2d-venv
-	$(PY) benchmarks/tune_bench.py $(TUNE_ARGS)
+	$(PY) benchmarks/learning/tune_bench.py $(TUNE_ARGS)
 
 # what --track mlflow and --track wandb add to CartPole runs, seeds 0-4; TRACK_ARGS="--seeds 3 --fixed-steps 0"
 bench-track: bench-venv track-venv
-	$(PY) benchmarks/tracking.py $(TRACK_ARGS)
+	$(PY) benchmarks/speed/tracking.py $(TRACK_ARGS)
 
 # the phase timings of CartPole's and Breakout's launches beside `import torch`; STARTUP_ARGS="--baseline /tmp/old"
 bench-startup: bench-venv atari-venv
-	$(PY) benchmarks/startup.py $(STARTUP_ARGS)
+	$(PY) benchmarks/speed/startup.py $(STARTUP_ARGS)
 
 # SOAK_ARGS="--minutes 5": a shorter soak (the default is 30 minutes)
 bench-soak: bench-venv
-	$(PY) benchmarks/soak.py $(SOAK_ARGS)
+	$(PY) benchmarks/speed/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) runs site dist .pytest_cache build *.egg-info

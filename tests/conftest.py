@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import os
 import shutil
 import signal
@@ -21,6 +20,8 @@ import torch
 torch.set_num_threads(1)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# the benchmarks' packages (harness, learning, speed, scale, faults), imported as their scripts import them
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
 
 def _swallow(*args, **kwargs) -> None:
@@ -181,11 +182,3 @@ def namespaces_can_be_made() -> str:
 def our_namespaces() -> list[str]:
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in listed.splitlines() if line.startswith("a3c-")]
-
-
-def benchmark_module(name: str):
-    """A script of benchmarks/ as a module (they are not a package)."""
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)  # where dataclasses look it up
-    spec.loader.exec_module(module)
-    return module

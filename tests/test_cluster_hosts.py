@@ -1,5 +1,5 @@
 """The Ray backend on separate network hosts: a head and two worker hosts in network namespaces, Ray started on
-each as the clusters guide tells a user (benchmarks/netns_cluster.py), with the cluster's token or without
+each as the clusters guide tells a user (benchmarks/scale/netns_cluster.py), with the cluster's token or without
 authentication, the trainer on the head's host, and a host on the same network that has no token."""
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ import subprocess
 import sys
 
 import pytest
+from scale import netns_cluster, netns_hosts
+from scale import ray_exposure as exposure
 
-from .conftest import REPO_ROOT, benchmark_module, namespaces_can_be_made, our_namespaces
+from .conftest import REPO_ROOT, namespaces_can_be_made, our_namespaces
 
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
 pytestmark = pytest.mark.slow
 
-SCRIPT = str(REPO_ROOT / "benchmarks" / "netns_cluster.py")
+SCRIPT = str(REPO_ROOT / "benchmarks" / "scale" / "netns_cluster.py")
 
-
-netns_cluster = benchmark_module("netns_cluster")
-exposure = benchmark_module("ray_exposure")
 # a client of the outsider's host: joins the cluster and runs a task there
 CLIENT = """
 import sys, ray
@@ -34,7 +33,7 @@ def on_host(host: str, command: list[str], **options) -> subprocess.Popen:
     """A process on `host`, its environment this one's less Ray's token and mode, and `options`."""
     environment = {name: value for name, value in os.environ.items() if not name.startswith("RAY_AUTH")}
     return subprocess.Popen(
-        netns_cluster.in_namespace(host, command),
+        netns_hosts.in_namespace(host, command),
         cwd=REPO_ROOT,
         env={**environment, "RAY_USAGE_STATS_ENABLED": "0", **options},
         stdout=subprocess.PIPE,
@@ -52,8 +51,8 @@ def test_cartpole_solves_on_three_hosts_with_the_token_and_a_host_without_it_is_
     with netns_cluster.cluster(2, 1, 1, outsiders=1) as head:
         token = os.environ["RAY_AUTH_TOKEN_PATH"]  # the cluster's, as every host of it reads it
         trainer = subprocess.Popen(
-            netns_cluster.in_namespace(
-                netns_cluster.PREFIX + "head",
+            netns_hosts.in_namespace(
+                netns_hosts.PREFIX + "head",
                 [sys.executable, "main.py", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", head]
                 + ["--num-processes", "1", "--run-dir", str(run_dir), "--max-steps", "300000", "--no-tensorboard"],
             ),
@@ -62,7 +61,7 @@ def test_cartpole_solves_on_three_hosts_with_the_token_and_a_host_without_it_is_
             stderr=subprocess.STDOUT,
             text=True,
         )
-        outsider = netns_cluster.outsider_names(1)[0]
+        outsider = netns_hosts.outsider_names(1)[0]
         clients = {
             name: on_host(outsider, [sys.executable, "-c", CLIENT, head], **options)
             for name, options in {
@@ -72,12 +71,12 @@ def test_cartpole_solves_on_three_hosts_with_the_token_and_a_host_without_it_is_
             }.items()
         }
         exposed = [
-            f"{netns_cluster.address(index)}:{socket.port}"
-            for index, host in enumerate(netns_cluster.host_names(2))
-            for socket in exposure.listening_sockets(tuple(netns_cluster.in_namespace(host, [])))
+            f"{netns_hosts.address(index)}:{socket.port}"
+            for index, host in enumerate(netns_hosts.host_names(2))
+            for socket in exposure.listening_sockets(tuple(netns_hosts.in_namespace(host, [])))
             if not socket.loopback
         ]
-        probe = [sys.executable, str(REPO_ROOT / "benchmarks" / "ray_exposure.py"), "probe"]
+        probe = [sys.executable, str(REPO_ROOT / "benchmarks" / "scale" / "ray_exposure.py"), "probe"]
         answers = {
             name: json.loads(on_host(outsider, [*probe, *exposed, *options]).communicate(timeout=120)[0])
             for name, options in {"without": [], "wrong": ["--token-file", str(wrong)]}.items()

@@ -1,5 +1,5 @@
-"""The user-space link of benchmarks/link_shaper.py: the delay and the rate of a LAN or WAN between namespace
-hosts where the kernel has no netem (benchmarks/netns_cluster.py uses it there)."""
+"""The user-space link of benchmarks/scale/link_shaper.py: the delay and the rate of a LAN or WAN between
+namespace hosts where the kernel has no netem (benchmarks/scale/netns_hosts.py uses it there)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from scale import link_shaper, netns_hosts
 
-from .conftest import benchmark_module, namespaces_can_be_made
-
-link_shaper, netns_cluster = benchmark_module("link_shaper"), benchmark_module("netns_cluster")
+from .conftest import namespaces_can_be_made
 
 DELAY_MS, RATE_MBIT = 20.0, 10.0
 
@@ -63,20 +62,20 @@ def test_a_frame_waits_for_the_link_then_takes_its_length_at_the_rate():
 @pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
 @pytest.mark.timeout(120)
 def test_two_hosts_see_the_delay_each_way_the_rate_and_a_cut_and_nothing_is_left():
-    if netns_cluster.our_namespaces():
+    if netns_hosts.our_namespaces():
         pytest.skip("namespaces of an earlier run are here (netns_cluster.py down)")
-    if netns_cluster.netem_available():
-        pytest.skip("this kernel has netem: netns_cluster.py shapes links with it, not with link_shaper.py")
+    if netns_hosts.netem_available():
+        pytest.skip("this kernel has netem: netns_hosts.py shapes links with it, not with link_shaper.py")
     if not os.path.exists("/dev/net/tun"):
         pytest.skip("no /dev/net/tun: TAP devices cannot be made here")
-    head, worker = netns_cluster.host_names(1)
-    started = [netns_cluster.make_hosts([head, worker], DELAY_MS, RATE_MBIT)]  # the shaper, then the servers
+    head, worker = netns_hosts.host_names(1)
+    started = [netns_hosts.make_hosts([head, worker], DELAY_MS, RATE_MBIT)]  # the shaper, then the servers
     try:
-        started.append(subprocess.Popen(netns_cluster.in_namespace(worker, [sys.executable, "-c", SERVERS])))
+        started.append(subprocess.Popen(netns_hosts.in_namespace(worker, [sys.executable, "-c", SERVERS])))
 
         def client(what: str, count: int = 8):
-            command = [sys.executable, "-c", CLIENT, netns_cluster.address(1), what, str(count)]
-            done = subprocess.run(netns_cluster.in_namespace(head, command), capture_output=True, text=True)
+            command = [sys.executable, "-c", CLIENT, netns_hosts.address(1), what, str(count)]
+            done = subprocess.run(netns_hosts.in_namespace(head, command), capture_output=True, text=True)
             assert done.returncode == 0, done.stderr
             return json.loads(done.stdout)
 
@@ -85,14 +84,14 @@ def test_two_hosts_see_the_delay_each_way_the_rate_and_a_cut_and_nothing_is_left
         assert 2 * DELAY_MS / 1000 <= round_trips[len(round_trips) // 2] < 2 * DELAY_MS / 1000 + 0.05
         megabyte_seconds = client("tcp")
         assert 8e6 / (RATE_MBIT * 1e6) <= megabyte_seconds < 4.0  # a megabyte at 10 Mbit/s takes 0.8 s at least
-        assert netns_cluster.shaper_cpu_seconds() > 0
-        netns_cluster.set_link(worker, up=False)
+        assert netns_hosts.shaper_cpu_seconds() > 0
+        netns_hosts.set_link(worker, up=False)
         assert client("rtt", 2) == [None, None]
-        netns_cluster.set_link(worker, up=True)
+        netns_hosts.set_link(worker, up=True)
         assert None not in client("rtt", 3)[1:]
     finally:
         for process in started:  # reaped here: take_down waits while any process of a host is left
             process.kill()
             process.wait()
-        netns_cluster.take_down()
-    assert netns_cluster.our_namespaces() == []
+        netns_hosts.take_down()
+    assert netns_hosts.our_namespaces() == []

@@ -1,4 +1,4 @@
-"""The namespace hosts of benchmarks/netns_cluster.py share this machine's cores as separate machines would:
+"""The namespace hosts of benchmarks/scale/netns_hosts.py share this machine's cores as separate machines would:
 each host's processes are a CPU group of their own, made with the host and removed with it."""
 
 from __future__ import annotations
@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from scale import netns_hosts
 
-from .conftest import benchmark_module, namespaces_can_be_made, our_namespaces
-
-netns_cluster = benchmark_module("netns_cluster")
+from .conftest import namespaces_can_be_made, our_namespaces
 
 
 def cpu_group_of(cgroup_file: str) -> str:
@@ -23,22 +22,19 @@ def cpu_group_of(cgroup_file: str) -> str:
 
 @pytest.mark.skipif(bool(namespaces_can_be_made()), reason=namespaces_can_be_made() or "")
 def test_each_host_runs_in_a_cpu_group_of_its_own_and_the_take_down_removes_them():
-    if netns_cluster.cpu_groups_root() is None:
+    if netns_hosts.cpu_groups_root() is None:
         pytest.skip("this kernel offers no cpu controller: the hosts share the cores as one machine's processes")
-    if our_namespaces() or netns_cluster.our_cpu_groups():
+    if our_namespaces() or netns_hosts.our_cpu_groups():
         pytest.skip("hosts of an earlier run are here (netns_cluster.py down)")
-    hosts = netns_cluster.host_names(1)
+    hosts = netns_hosts.host_names(1)
     try:
-        netns_cluster.make_hosts(hosts, 0.0, 0.0)
+        netns_hosts.make_hosts(hosts, 0.0, 0.0)
         for host in hosts:
             seen = subprocess.run(
-                netns_cluster.in_namespace(host, ["cat", "/proc/self/cgroup"]),
-                capture_output=True,
-                text=True,
-                check=True,
+                netns_hosts.in_namespace(host, ["cat", "/proc/self/cgroup"]), capture_output=True, text=True, check=True
             ).stdout
             assert cpu_group_of(seen) == f"/{host}"
     finally:
-        netns_cluster.take_down()
-    assert netns_cluster.our_cpu_groups() == []
+        netns_hosts.take_down()
+    assert netns_hosts.our_cpu_groups() == []
     assert our_namespaces() == []

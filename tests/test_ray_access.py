@@ -11,11 +11,12 @@ from concurrent import futures
 from pathlib import Path
 
 import pytest
+from scale import ray_exposure as exposure
 
 from a3c.backends.ray_access import GUIDE, PROBE_METHOD, find_token, prepare_join, secure_local_instance
 from a3c.errors import ConfigError
 
-from .conftest import LONG_RUN, benchmark_module, start_cli, wait_for_metrics_rows
+from .conftest import LONG_RUN, start_cli, wait_for_metrics_rows
 
 TOKEN = "f" * 64
 
@@ -116,7 +117,6 @@ def environment_of(pid: int) -> dict:
 @pytest.mark.timeout(150)
 def test_a_local_instance_listens_on_the_loopback_only_and_refuses_clients_without_its_token(tmp_path):
     pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
-    exposure = benchmark_module("ray_exposure")
     run_dir = tmp_path / "run"
     environment = {name: value for name, value in os.environ.items() if not name.startswith("RAY_AUTH")}
     trainer = start_cli(

@@ -4,7 +4,7 @@ A worker host whose own link breaks loses its path to the global model while the
 the other groups are well. The group first rejoins from the global weights where a read of them
 answers; where it does not, its run ends, and only the trainer can tell the two cases apart, by asking
 the global model itself. Ray's calls are faked here (the group's tests use Ray's exception types); the
-real link cut is benchmarks/cluster_faults.py's.
+real link cut is benchmarks/faults/cluster_faults.py's.
 """
 
 from __future__ import annotations

@@ -10,11 +10,9 @@ import sys
 from dataclasses import asdict, replace
 
 import pytest
+from harness import records, report, tables
 
 from .conftest import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # the benchmarks' own packages, as their scripts see them
-from harness import records, report, tables  # noqa: E402
 
 RUN = records.Record(
     suite="classic-control",

@@ -61,7 +61,7 @@ class Record:
     version: str  # the contender's software and version: "a3c 0.26.0", "stable-baselines3 2.9.0"
     command: str  # the command that makes this run again
     date: str  # ISO 8601, when the run started
-    machine: dict  # cores, and cpu: its model and vector flags (benchmarks/common.py's cpu_features)
+    machine: dict  # cores, and cpu: its model and vector flags (harness/trainer_runs.py's cpu_features)
     budget: dict  # env_steps and/or minutes the run was given
     final: dict  # of FINAL's keys
     curve: list = field(default_factory=list)  # greedy evaluations: [env_steps, seconds, mean return]

@@ -19,11 +19,25 @@ import json
 import re
 import shlex
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import matplotlib.pyplot as plt
-from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_results, trainer_command
+
+from harness.launch import (
+    PYTHON,
+    REPO,
+    environment,
+    print_table,
+    read_summary,
+    run_timed,
+    save_results,
+    trainer_command,
+)
+from harness.spreads import median_range
 
 FINAL_EPISODES = 10
 FINAL_SEED = 20_000  # the final episodes' seeds: none of training's or the evaluator's
@@ -74,7 +88,7 @@ def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = 
 def sb3(game: str, seed: int, seconds: float) -> dict:
     command = [
         PYTHON,
-        str(REPO / "benchmarks" / "sb3_minatar.py"),
+        str(REPO / "benchmarks" / "learning" / "sb3_minatar.py"),
         "--env",
         f"MinAtar/{game}-v1",
         "--seed",
@@ -92,11 +106,6 @@ def sb3(game: str, seed: int, seconds: float) -> dict:
         "env_steps": result["env_steps"],
         "curve": [tuple(point) for point in result["curve"]],
     }
-
-
-def spread(runs: list[dict], key: str, fmt: str) -> str:
-    values = sorted(run[key] for run in runs)
-    return f"{format(statistics.median(values), fmt)} ({format(values[0], fmt)} to {format(values[-1], fmt)})"
 
 
 def plot(results: dict):
@@ -168,7 +177,12 @@ def main() -> None:
     print_table(
         ["game", "contender", "final return", "env steps"],
         [
-            [game, name, spread(runs, "final_return", ".2f"), spread(runs, "env_steps", ",.0f")]
+            [
+                game,
+                name,
+                median_range([run["final_return"] for run in runs], ".2f", " to "),
+                median_range([run["env_steps"] for run in runs], ",.0f", " to "),
+            ]
             for game, contenders in results.items()
             for name, runs in contenders.items()
         ],

@@ -14,15 +14,19 @@ import argparse
 import multiprocessing
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import psutil
-from common import (
+
+from harness.launch import (
     CLASSIC_A3C,
     DEFAULTS_WITHOUT_PRESET,
     environment,

@@ -18,18 +18,22 @@ import argparse
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import gymnasium as gym
 import numpy as np
 import torch
-from common import PYTHON, REPO, print_table
 
 from a3c.agent import model_from_checkpoint
 from a3c.learn.checkpoint import load_checkpoint
 from a3c.tools.diagnostics import COLUMNS, network_diagnostics
+
+from harness.launch import PYTHON, REPO, print_table
 
 
 @torch.no_grad()

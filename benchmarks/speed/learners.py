@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 import matplotlib.pyplot as plt
-from common import environment, print_table, save_results
-from throughput import CALIBRATION_STEPS, env_ceiling, measure_cell, train_once
+
+from harness.launch import environment, print_table, save_results
+from speed.throughput import CALIBRATION_STEPS, env_ceiling, measure_cell, train_once
 
 NETWORKS = {
     "LSTM 64, numpy": {},

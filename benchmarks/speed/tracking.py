@@ -22,14 +22,18 @@ import os
 import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import PYTHON, environment, print_table, read_summary, run_timed, save_json, trainer_command
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from a3c.config.settings import Config
 from a3c.run.tracking import CHILD_CODE, PACKAGE_ROOT
+
+from harness.launch import PYTHON, environment, print_table, read_summary, run_timed, save_json, trainer_command
+from harness.spreads import median_range
 
 TRACKS = ("none", "mlflow", "wandb")
 TIMEOUT = 120.0
@@ -108,10 +112,6 @@ def tracking_alone(track: str, rows: int | None, folder: Path) -> dict:
     return {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3)}
 
 
-def median_and_range(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
-
-
 def compare(name: str, runs: dict) -> dict:
     """Per tracker: median whole-process seconds, its ratio to --track none's, the median paired difference."""
     off = statistics.median(run["wall_seconds"] for run in runs["none"])
@@ -129,10 +129,10 @@ def compare(name: str, runs: dict) -> dict:
             [
                 track,
                 f"{sum(run['solved'] for run in results)}/{len(results)}",
-                median_and_range(walls),
+                median_range(walls),
                 f"{figures[track]['ratio_to_none']:.3f}",
                 f"{figures[track]['median_paired_added_seconds']:+.2f}",
-                median_and_range([run["cpu_seconds"] for run in results]),
+                median_range([run["cpu_seconds"] for run in results]),
             ]
         )
     print(f"\n{name}: whole-process seconds, median (range)")

@@ -44,15 +44,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import environment, print_table, read_summary, run_timed, save_json, trainer_command
-from harness.records import write
-from harness.trainer_runs import learning_record, make_command, speed_record
-from netns_cluster import PREFIX, cluster, host_names, in_namespace, link_bytes, shaper_cpu_seconds
-from ray_bench import train_for
-from solve import show_spread, spread
-from throughput import env_ceiling
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from a3c.config.settings import Config
+
+from harness.launch import environment, print_table, read_summary, run_timed, save_json, trainer_command
+from harness.records import write
+from harness.spreads import solved_spread
+from harness.trainer_runs import learning_record, make_command, speed_record
+from scale.netns_cluster import cluster
+from scale.netns_hosts import PREFIX, host_names, in_namespace, link_bytes, shaper_cpu_seconds
+from speed.ray_runs import train_for
+from speed.throughput import env_ceiling
 
 HEAD = PREFIX + "head"
 LAN = "LAN (1 ms, 1 Gbit/s)"
@@ -192,10 +195,6 @@ def write_rates(rates: dict, env_alone: float, first_seed: int, seconds: float) 
             )
 
 
-def median_and_range(runs: list[dict], key: str) -> str:
-    return show_spread(spread(runs, key), ",.0f")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="each throughput run, from launch")
@@ -228,7 +227,12 @@ def main() -> None:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         runs = learning(args.env or list(LEARN), seeds, intervals, shlex.split(args.group_options), args.group_active)
         rows = [
-            [env, name, f"{sum(run['solved'] for run in found)}/{len(found)}", median_and_range(found, "env_steps")]
+            [
+                env,
+                name,
+                f"{sum(run['solved'] for run in found)}/{len(found)}",
+                solved_spread(found, "env_steps", ",.0f"),
+            ]
             for env, by in runs.items()
             for name, found in by.items()
         ]

@@ -26,16 +26,20 @@ import argparse
 import json
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Optional
 
-from common import PYTHON, REPO, environment, print_table, run_rows, save_json, trainer_command
-from netns_cluster import PREFIX, cluster, host_names, in_namespace, join_ray, kill_processes, raylet_running, set_link
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from a3c.learn.checkpoint import load_checkpoint
+
+from harness.launch import PYTHON, REPO, environment, print_table, run_rows, save_json, trainer_command
+from scale.netns_cluster import cluster, join_ray, raylet_running
+from scale.netns_hosts import PREFIX, host_names, in_namespace, kill_processes, set_link
 
 HEAD, WORKER = PREFIX + "head", host_names(1)[1]
 LOG_INTERVAL = 2000

@@ -34,17 +34,22 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 import numpy as np
 import torch
-from common import environment, print_table
-from solve import show
-from zoo import Suite, ours, report, sb3
 
 from a3c.config.settings import Config
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
 from a3c.run.metrics import EXPLORATION_COLUMNS
+
+from harness.launch import environment, print_table
+from harness.spreads import show
+from learning.zoo import Suite, ours, report, sb3
 
 TASKS = {
     "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),

@@ -15,11 +15,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
+import sys
 import tempfile
 from pathlib import Path
 
-from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
+from harness.launch import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
+from harness.spreads import median_range
 
 PHASES = ("processes_started", "first_env_step", "first_update", "first_evaluation", "stop_to_exit")
 ATARI_GAME = "ALE/Breakout-v5"
@@ -51,13 +54,6 @@ def contenders(baseline: Path | None, atari: bool) -> dict:
     return runs
 
 
-def median_and_range(values: list) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--launches", type=int, default=5)
@@ -77,7 +73,7 @@ def main() -> None:
 
     print("\nseconds from launch, median (range) of", args.launches, "launches; stop_to_exit from the stop")
     rows = [
-        [name] + [median_and_range([r.get(p) for r in launches]) for p in (*PHASES, "wall_seconds")]
+        [name] + [median_range([r.get(p) for r in launches]) for p in (*PHASES, "wall_seconds")]
         for name, launches in results.items()
     ]
     print_table(["", *PHASES, "launch to exit"], rows)

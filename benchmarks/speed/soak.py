@@ -12,15 +12,19 @@ import argparse
 import csv
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import matplotlib.pyplot as plt
 import numpy as np
 import psutil
-from common import environment, finish, print_table, save_results, start, trainer_command
-from throughput import env_ceiling
+
+from harness.launch import environment, finish, print_table, save_results, start, trainer_command
+from speed.throughput import env_ceiling
 
 ENV = "CartPole-v1"
 MB = 2**20

@@ -12,13 +12,16 @@ of env steps and whole-process seconds to solve, and the best greedy evaluation.
 from __future__ import annotations
 
 import argparse
-import math
 import shlex
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
+from harness.launch import REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
+from harness.spreads import solved_spread
 
 
 def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = REPO) -> dict:
@@ -35,16 +38,6 @@ def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = RE
         "best_eval": summary["best_eval_return"],
         "total_env_steps": summary["env_steps"],
     }
-
-
-def spread(runs: list[dict], key: str) -> str:
-    """median (min-max), an unsolved run counting as infinitely slow."""
-    values = sorted(run[key] if run["solved"] else math.inf for run in runs)
-
-    def show(value: float) -> str:
-        return "unsolved" if math.isinf(value) else f"{value:,.1f}" if key == "wall_seconds" else f"{value:,.0f}"
-
-    return f"{show(statistics.median(values))} ({show(values[0])}-{show(values[-1])})"
 
 
 def main() -> None:
@@ -96,8 +89,8 @@ def main() -> None:
             [
                 name,
                 f"{sum(r['solved'] for r in runs)}/{len(runs)}",
-                spread(runs, "env_steps"),
-                spread(runs, "wall_seconds"),
+                solved_spread(runs, "env_steps", ",.0f"),
+                solved_spread(runs, "wall_seconds", ",.1f"),
                 f"{statistics.median(r['best_eval'] for r in runs):.1f}",
             ]
             for name, runs in results.items()

@@ -19,16 +19,29 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import matplotlib.pyplot as plt
-from common import environment, print_table, read_summary, run_rows, run_sb3, run_timed, save_results, trainer_command
-from solve import show, show_spread, spread
 
 from a3c.config.presets import preset_for
 from a3c.run.metrics import EXPLORATION_COLUMNS
+
+from harness.launch import (
+    environment,
+    print_table,
+    read_summary,
+    run_rows,
+    run_sb3,
+    run_timed,
+    save_results,
+    trainer_command,
+)
+from harness.spreads import show, show_spread, spread
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,21 @@ took (its longest game's) and its seconds (one process, one torch thread).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 import numpy as np
 import torch
-from common import environment, print_table, save_json
 
 import a3c.envs.progress as progress
 import a3c.parallel.evaluation as evaluation
 from a3c.agent import load_agent
 from a3c.envs.batch import make_vector_env
+
+from harness.launch import environment, print_table, save_json
 
 
 class CarriedOver(progress.EpisodeProgress):

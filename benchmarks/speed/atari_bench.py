@@ -21,12 +21,25 @@ import argparse
 import multiprocessing
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import numpy as np
-from common import REPO, environment, print_table, read_summary, run_timed, save_json, steady_rate, trainer_command
+
+from harness.launch import (
+    REPO,
+    environment,
+    print_table,
+    read_summary,
+    run_timed,
+    save_json,
+    steady_rate,
+    trainer_command,
+)
 
 ENV = "ALE/Pong-v5"
 PROCESSES = 8

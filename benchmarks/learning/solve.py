@@ -10,13 +10,15 @@ seed. Medians and maxima count an unsolved run as infinitely slow.
 from __future__ import annotations
 
 import argparse
-import math
-import statistics
+import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import matplotlib.pyplot as plt
-from common import (
+
+from harness.launch import (
     DEFAULTS_WITHOUT_PRESET,
     REPO,
     environment,
@@ -27,6 +29,7 @@ from common import (
     save_results,
     trainer_command,
 )
+from harness.spreads import show, spread
 
 ENV = "CartPole-v1"
 
@@ -67,22 +70,6 @@ NETWORKS = {
         seed, timeout, model="examples.custom_model:mlp"
     ),
 }
-
-
-def spread(runs: list[dict], key: str) -> dict:
-    """Median, min, max of a key over all runs, an unsolved run counting as infinite (None in JSON)."""
-    values = sorted(run[key] if run["solved"] else math.inf for run in runs)
-    stats = {"median": statistics.median(values), "min": values[0], "max": values[-1]}
-    return {name: None if math.isinf(value) else value for name, value in stats.items()}
-
-
-def show(value, fmt: str) -> str:
-    return "unsolved" if value is None else format(value, fmt)
-
-
-def show_spread(stats: dict, fmt: str) -> str:
-    """A spread's median (min-max), "unsolved" where a value is."""
-    return f"{show(stats['median'], fmt)} ({show(stats['min'], fmt)}-{show(stats['max'], fmt)})"
 
 
 def plot(results: dict, timeout: float):

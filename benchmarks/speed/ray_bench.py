@@ -15,35 +15,29 @@ One local Ray instance, started as the trainer starts its own, serves every meas
    groups of 1 worker for each --sync-interval: runs solved, env steps and seconds to solve, and
    calls to the global model per 1,000 env steps against updates per 1,000 env steps (the
    round trips per update of the parameter server this backend replaced).
-Then the scaling model: predicted env steps/s for 1 to 64 nodes and what limits it.
+Then the scaling model (ray_model.py): predicted env steps/s for 1 to 64 nodes and what limits it. The runs
+through the CLI are ray_runs.py's, which scale/cluster_bench.py runs on its hosts too.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import matplotlib.pyplot as plt
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
 import numpy as np
 import ray
-from common import (
-    DEFAULTS_WITHOUT_PRESET,
-    REPO,
-    environment,
-    print_table,
-    read_summary,
-    run_timed,
-    save_results,
-    trainer_command,
-)
-from solve import show_spread, spread
-from throughput import env_ceiling
+
+from harness.launch import REPO, environment, print_table, save_results
+from harness.spreads import solved_spread
+from speed.ray_model import plot, print_scaling, scaling
+from speed.ray_runs import ENV, ENVS, WORKERS, median_of, solve, train_for
+from speed.throughput import env_ceiling
 
 sys.path.insert(0, str(REPO))  # the a3c package, for the measurements that drive its pieces directly
 from a3c.backends.global_model import CALL_TIMEOUT_SECONDS, GlobalModel  # noqa: E402
@@ -56,11 +50,7 @@ from a3c.parallel.processes import shared_model  # noqa: E402
 from a3c.run.console import Console  # noqa: E402
 from a3c.run.metrics import MetricsSettings, MetricsWriter  # noqa: E402
 
-ENV = "CartPole-v1"
-WORKERS, ENVS = 2, 8
-WARMUP_SECONDS = 2.0
 LARGE_MODEL = 1_000_000  # parameters: the size of a small Atari network
-NODES = [1, 2, 4, 8, 16, 32, 64]
 
 
 class Pusher:
@@ -100,116 +90,6 @@ def messages_per_second(count: int = 50_000) -> float:
         elapsed = time.perf_counter() - began
         writer.close()
     return count / elapsed
-
-
-def steady_rates(run_dir: Path) -> dict:
-    """env steps/s and updates/s between the first row after the warm-up and the last row before the stop."""
-    with open(run_dir / "metrics.csv") as file:
-        rows = [(float(r["wall_seconds"]), int(r["env_steps"]), int(r["updates"])) for r in csv.DictReader(file)]
-    window = [row for row in rows[:-1] if row[0] >= rows[0][0] + WARMUP_SECONDS]
-    (wall0, steps0, updates0), (wall1, steps1, updates1) = window[0], window[-1]
-    return {
-        "env_steps_per_second": (steps1 - steps0) / (wall1 - wall0),
-        "updates_per_second": (updates1 - updates0) / (wall1 - wall0),
-    }
-
-
-def train_for(seconds: float, workers: int = WORKERS, envs: int = ENVS, host: list[str] = (), **backend) -> dict:
-    """CartPole's pipeline for `seconds` (a group's workers, their envs, the backend's options), launched behind
-    the words of `host` (another host's namespace, say): its steady rates, its stop, its updates and
-    global-model calls per 1000 env steps, and its summary."""
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp) / "run"
-        options = dict(DEFAULTS_WITHOUT_PRESET, envs_per_process=envs)  # the pipeline, not CartPole's preset
-        command = trainer_command(
-            run_dir,
-            env=ENV,
-            num_processes=workers,
-            max_steps=10**9,
-            target_return="none",
-            eval_episodes=0,
-            log_interval=2000,
-            print_interval=3600,
-            **options,
-            **backend,
-        ) + ["--no-tensorboard"]
-        run_timed([*host, *command], timeout=seconds)  # SIGINT at the timeout: a clean stop that writes the summary
-        summary = read_summary(run_dir)
-        return {
-            **steady_rates(run_dir),
-            "stop_reason": summary["stop_reason"],
-            "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
-            "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"],
-            "summary": summary,
-        }
-
-
-def solve(seed: int, timeout: float, **backend) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp) / "run"
-        wall, _, _ = run_timed(trainer_command(run_dir, env=ENV, seed=seed, **backend) + ["--no-tensorboard"], timeout)
-        summary = read_summary(run_dir)
-    return {
-        "solved": summary["solved"],
-        "wall_seconds": wall,
-        "env_steps": summary["solved_env_steps"],
-        "updates_per_1000_steps": 1000 * summary["updates"] / summary["env_steps"],
-        "calls_per_1000_steps": 1000 * summary.get("global_model_calls", 0) / summary["env_steps"],
-    }
-
-
-def median_of(runs: list[dict], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
-
-
-def scaling(
-    node_rate: float, updates_per_step: float, sync_interval: int, exchanges: float, messages: float, sync_bytes: int
-) -> list[dict]:
-    """Predicted cluster rate by node count: nodes x one node's rate until the global model (one shard) or
-    the trainer's metrics writer saturates."""
-    rows = []
-    for nodes in NODES:
-        wanted = nodes * node_rate
-        syncs = wanted * updates_per_step / sync_interval  # exchanges/s the groups ask of the global model
-        load = {"global model": syncs / exchanges, "trainer": wanted * updates_per_step / messages}
-        limit = max(load.values())
-        rows.append(
-            {
-                "nodes": nodes,
-                "env_steps_per_second": wanted / max(1.0, limit),
-                "global_model_load": load["global model"],
-                "trainer_load": load["trainer"],
-                "limited_by": max(load, key=load.get) if limit > 1 else "-",
-                "megabytes_per_second_per_node": node_rate * updates_per_step / sync_interval * sync_bytes / 1e6,
-            }
-        )
-    return rows
-
-
-def plot(results: dict):
-    figure, (rates, model) = plt.subplots(1, 2, figsize=(11, 4))
-    rates.bar(
-        ["env alone\n(random actions)", "--backend local", "--backend ray\n1 node group"],
-        [
-            results["env_alone_steps_per_second"],
-            results["local_env_steps_per_second"],
-            results["ray_env_steps_per_second"],
-        ],
-        color=["grey", "C2", "C1"],
-    )
-    rates.set_ylabel("env steps / s (median)")
-    rates.set_title(f"{WORKERS} workers x {ENVS} envs, {os.cpu_count()} cores", fontsize=9)
-    nodes = [row["nodes"] for row in results["scaling"]]
-    model.loglog(nodes, [row["env_steps_per_second"] for row in results["scaling"]], "o-", label="predicted")
-    model.loglog(
-        nodes, [n * results["ray_env_steps_per_second"] for n in nodes], ":", color="grey", label="nodes x one node"
-    )
-    model.set_xlabel("nodes")
-    model.set_ylabel("env steps / s")
-    model.set_title(f"scaling model, --sync-interval {results['model_sync_interval']}", fontsize=9)
-    model.legend(fontsize=8)
-    figure.tight_layout()
-    return figure
 
 
 def main() -> None:
@@ -320,15 +200,14 @@ def main() -> None:
     print(f"\nLearning, CartPole-v1 preset, seeds 0-{args.seeds - 1} (median (range)):")
     rows = []
     for name, runs in learning.items():
-        steps, seconds = spread(runs, "env_steps"), spread(runs, "wall_seconds")
         calls = median_of(runs, "calls_per_1000_steps")
         updates = median_of(runs, "updates_per_1000_steps")
         rows.append(
             [
                 name,
                 f"{sum(run['solved'] for run in runs)}/{len(runs)}",
-                show_spread(steps, ",.0f"),
-                show_spread(seconds, ".1f"),
+                solved_spread(runs, "env_steps", ",.0f"),
+                solved_spread(runs, "wall_seconds", ".1f"),
                 f"{updates:.1f}",
                 f"{calls:.2f}" if calls else "",
                 f"{updates / calls:.0f}x" if calls else "",
@@ -346,21 +225,7 @@ def main() -> None:
         ],
         rows,
     )
-    print(f"\nScaling model (--sync-interval {Config().sync_interval}, one shard, one node = the ray row above):")
-    print_table(
-        ["nodes", "env steps/s", "global-model load", "trainer load", "limited by", "MB/s per node"],
-        [
-            [
-                row["nodes"],
-                f"{row['env_steps_per_second']:,.0f}",
-                f"{row['global_model_load']:.2f}",
-                f"{row['trainer_load']:.2f}",
-                row["limited_by"],
-                f"{row['megabytes_per_second_per_node']:.2f}",
-            ]
-            for row in results["scaling"]
-        ],
-    )
+    print_scaling(results)
     data = {
         **info,
         "env": ENV,

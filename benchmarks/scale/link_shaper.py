@@ -11,7 +11,7 @@ Between two hosts a frame so takes the delay once one way. As netem, a link queu
 frames and drops the rest; a frame that cannot be written (a host's link set down: a cut) is dropped too.
 
 It prints "ready" once every TAP device is attached, and runs until SIGTERM or SIGINT. It shares the hosts'
-cores: its CPU time (netns_cluster.py's shaper_cpu_seconds) is part of what a bench on these hosts measures.
+cores: its CPU time (netns_hosts.py's shaper_cpu_seconds) is part of what a bench on these hosts measures.
 """
 
 from __future__ import annotations

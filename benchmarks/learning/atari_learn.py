@@ -24,25 +24,25 @@ results files of one setting (one seed a file: an hour each need not run in one 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import shlex
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-from common import PYTHON, REPO, environment, print_table, run_timed, save_results, trainer_command
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
-from a3c.config.options import as_option
+import matplotlib.pyplot as plt
+
 from a3c.config.presets import ATARI_TARGETS
+
+from harness.launch import PYTHON, REPO, environment, print_table, run_timed, save_results, trainer_command
+from harness.spreads import median_range
+from learning.atari_runs import at_steps, measured, results_made, runs_made
 
 RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
 MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
-ROW_STEPS = 100_000  # the Atari preset's log interval
-# what --from-runs names a setting by, with the value of a key older configs lack
-SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}
 GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
 SB3_SETTING = "sb3-ppo-zoo"
 SB3_TITLE = "SB3 PPO, the RL Zoo's Atari settings"
@@ -52,70 +52,13 @@ ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time 
 def run_seed(game: str, seed: int, minutes: float, run_dir: Path, setting: tuple[str, str]) -> None:
     name, options = setting
     if name == SB3_SETTING:  # it stops itself at the budget; the grace lets an evaluation under way end
-        command = [PYTHON, str(REPO / "benchmarks" / "sb3_atari.py"), "--game", game, "--seed", str(seed)]
+        command = [PYTHON, str(REPO / "benchmarks" / "learning" / "sb3_atari.py"), "--game", game, "--seed", str(seed)]
         run_timed(command + ["--minutes", str(minutes), "--run-dir", str(run_dir)], timeout=60 * minutes + 300)
         return
     command = trainer_command(
         run_dir, env=f"ALE/{game}-v5", num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60
     )
     run_timed(command + shlex.split(options), timeout=60 * minutes)
-
-
-def curve(run_dir: Path, minutes: float) -> list[dict]:
-    """metrics.csv's rows within the budget: env steps, seconds, return a life, policy entropy."""
-    with open(run_dir / "metrics.csv", newline="") as file:
-        rows = [
-            {
-                "env_steps": int(row["env_steps"]),
-                "seconds": float(row["wall_seconds"]),
-                "return": float(row["mean_return"]),
-                "entropy": float(row["entropy"]),
-            }
-            for row in csv.DictReader(file)
-        ]
-    rows = [row for row in rows if row["seconds"] <= 60 * minutes]
-    # the row the stop writes covers the few episodes since the last one: too few to compare
-    return rows[:-1] if len(rows) > 1 and rows[-1]["env_steps"] - rows[-2]["env_steps"] < ROW_STEPS // 2 else rows
-
-
-def greedy(run_dir: Path, minutes: float) -> list[dict]:
-    """eval.csv's rows within the budget (none without an evaluator): minutes from the trainer's start, env
-    steps, the mean greedy return, whether the row is a confirmation on new games."""
-    path = run_dir / "eval.csv"
-    if not path.exists():
-        return []
-    with open(path, newline="") as file:
-        rows = [
-            {
-                "minutes": float(row["wall_seconds"]) / 60,
-                "env_steps": int(row["env_steps"]),
-                "return": float(row["mean_return"]),
-                "episodes": int(row["episodes"]),
-                "confirmation": row["confirmation"] == "1",
-            }
-            for row in csv.DictReader(file)
-        ]
-    return [row for row in rows if row["minutes"] <= minutes]
-
-
-def outcome(run_dir: Path) -> dict:
-    """summary.json's verdict: solved (a confirmed target), when, and the confirmation's mean."""
-    summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    keys = ("solved", "solved_env_steps", "solved_wall_seconds", "confirmed_return", "confirmed_episodes")
-    return {key: summary.get(key) for key in keys}
-
-
-def at_steps(rows: list[dict], steps: int) -> dict | None:
-    return next((row for row in rows if row["env_steps"] >= steps), None)
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
-
-
-def measured(run_dir: Path, minutes: float) -> dict:
-    """One seed's run: its training curve, its greedy evaluations and its verdict."""
-    return {"train": curve(run_dir, minutes), "greedy": greedy(run_dir, minutes), "outcome": outcome(run_dir)}
 
 
 def plot(runs: dict[int, dict], env: str, title: str):
@@ -188,26 +131,6 @@ def main() -> None:
         report(setting_runs, args.game, name, settings[name], args.minutes, info, args.out)
 
 
-def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, dict]]]:
-    """The settings (named by the run dirs, NAME-seedS, described by their configs) and runs made."""
-    settings, runs = {}, {}
-    for run_dir in run_dirs:
-        name, seed = run_dir.name.rsplit("-seed", 1)
-        runs.setdefault(name, {})[int(seed)] = measured(run_dir, minutes)
-        config = json.loads((run_dir / "config.json").read_text())
-        settings[name] = " ".join(as_option(key, config.get(key, default)) for key, default in SHAPE.items())
-    return settings, runs
-
-
-def results_made(files: list[Path]) -> tuple[dict[str, str], dict[str, dict[int, dict]]]:
-    """One setting's runs joined from its results files (written with the same options)."""
-    results = [json.loads(file.read_text()) for file in files]
-    if len({(result["setting"], result["options"], result["minutes"]) for result in results}) > 1:
-        raise SystemExit("--from-results: the files differ in setting, options or minutes")
-    name, options = results[0]["setting"], results[0]["options"]
-    return {name: options}, {name: {int(seed): run for result in results for seed, run in result["runs"].items()}}
-
-
 def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[int, dict]]:
     """Each setting's runs by seed, the settings interleaved by seed."""
     runs = {name: {} for name in settings}
@@ -234,7 +157,7 @@ def report_training(runs: dict[int, dict]) -> None:
     for n, mark in enumerate([*(f"at {steps:,}" for steps in MARKS), "at the end"]):
         values = [rows[n]["return"] for rows in marks.values() if rows[n]]
         print(
-            f"{mark}: median (range) {spread(values)} over {len(values)} seeds"
+            f"{mark}: median (range) {median_range(values, '.2f', ' to ')} over {len(values)} seeds"
             if values
             else f"{mark}: no seed got this far"
         )

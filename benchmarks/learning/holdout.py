@@ -18,11 +18,14 @@ import argparse
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-from common import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
-from zoo import SUITES
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
+from harness.launch import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
+from learning.zoo import SUITES
 
 HOLDOUT_EPISODES = 100
 HOLDOUT_SEED = 1_000_000  # + the run's seed: reset seeds of the held-out episodes

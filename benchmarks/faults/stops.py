@@ -23,13 +23,16 @@ import os
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import PYTHON, REPO, environment, print_table, save_json
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from a3c.learn.checkpoint import load_checkpoint
+
+from harness.launch import PYTHON, REPO, environment, print_table, save_json
 
 WAYS = {
     "group SIGTERM": (143, "terminated"),

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 import torch
-from atari_bench import ENV, env_alone
-from common import environment, print_table, save_json
 from torch import nn
 
 from a3c.config.settings import Config
@@ -34,6 +36,9 @@ from a3c.learn.policies.numpy_policy import CONVOLUTION_CHUNK
 from a3c.learn.seeding import worker_seeds
 from a3c.nets.actor_critic import ScaleFrames, convolutions
 from a3c.parallel.processes import shared_model
+
+from harness.launch import environment, print_table, save_json
+from speed.atari_bench import ENV, env_alone
 
 
 class Timers:

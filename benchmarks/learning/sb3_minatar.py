@@ -27,7 +27,7 @@ from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: the a3c package
 from a3c.envs.make import make_env  # noqa: E402
 
 FINAL_EPISODES = 10

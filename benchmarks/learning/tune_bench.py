@@ -14,12 +14,16 @@ from __future__ import annotations
 import argparse
 import csv
 import shutil
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-from common import PYTHON, REPO, RESULTS, environment, print_table, run_timed, save_json
-from sweep import run, spread
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+
+from harness.launch import PYTHON, REPO, RESULTS, environment, print_table, run_timed, save_json
+from harness.spreads import solved_spread
+from learning.sweep import run
 
 CHECK_SEEDS_FROM = 100  # the search trains seeds 0, 1, ...: these are new to it
 
@@ -96,8 +100,8 @@ def main() -> None:
             [
                 name,
                 f"{sum(r['solved'] for r in runs)}/{len(runs)}",
-                spread(runs, "env_steps"),
-                spread(runs, "wall_seconds"),
+                solved_spread(runs, "env_steps", ",.0f"),
+                solved_spread(runs, "wall_seconds", ",.1f"),
             ]
             for name, runs in results.items()
         ],

@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmarks: running the trainer's CLI, timing processes, results files."""
+"""What every suite does: launching the trainer's CLI as a user would (and SB3's runs beside it), timing processes,
+the machine's record, results files under benchmarks/results/."""
 
 from __future__ import annotations
 
@@ -14,18 +15,19 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import matplotlib
-from harness.trainer_runs import cpu_features
 
 from a3c.config.options import as_option, option_name, option_value
 
+from harness.trainer_runs import cpu_features
+
 matplotlib.use("Agg")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 PYTHON = sys.executable
 # Classic A3C: one env per worker, 20-step rollouts (ikostrikov/pytorch-a3c's --num-steps 20)
 CLASSIC_A3C = {"envs_per_process": 1, "t_max": 20}
-# CartPole's preset overrides these defaults of Config: solve.py runs them side by side with it, and the
+# CartPole's preset overrides these defaults of Config: learning/solve.py runs them side by side with it, and the
 # throughput benchmarks measure the pipeline with them, comparable across versions
 DEFAULTS_WITHOUT_PRESET = {"envs_per_process": 8, "t_max": 10, "replay_ratio": 0}
 GRACE_SECONDS = 15.0  # after a timeout: time for a SIGINT-ed trainer to stop its workers and write its summary
@@ -82,7 +84,7 @@ def run_sb3(env: str, algo: str, seed: int, timeout: float, target: float, eval_
     got; one killed outright prints nothing and counts as unsolved, without a curve."""
     command = [
         PYTHON,
-        str(REPO / "benchmarks" / "sb3_solve.py"),
+        str(REPO / "benchmarks" / "learning" / "sb3_solve.py"),
         "--env",
         env,
         "--algo",

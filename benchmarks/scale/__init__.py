@@ -1,0 +1,1 @@
+"""Scale: Ray node groups on separate network hosts made of namespaces, over shaped links, against the local backend."""
