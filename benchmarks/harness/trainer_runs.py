@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 from harness.records import Record
@@ -70,9 +71,10 @@ def final(summary: dict, launch_seconds: float) -> dict:
     return figures
 
 
-def record(*, repo: Path = REPO, settings: dict | None = None, **fields) -> Record:
-    """A record of a run of the checkout at `repo`, made now on this machine: `fields` are the run's own."""
-    version, commit = checkout(repo)
+def record(*, repo: Path = REPO, settings: dict | None = None, version: str = "", **fields) -> Record:
+    """A record of a run of the checkout at `repo` (or of another trainer, its `version` given), made now on this
+    machine: `fields` are the run's own."""
+    version, commit = (version, "") if version else checkout(repo)
     date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     return Record(version=version, commit=commit, date=date, machine=machine(), settings=settings or {}, **fields)
 
@@ -87,6 +89,20 @@ def learning_record(run_dir: Path, *, launch_seconds: float, **fields) -> Record
         curve=curve(run_dir),
         stop_reason=summary["stop_reason"],
         **fields,
+    )
+
+
+def sb3_record(result: dict, *, launch_seconds: float, episodes: int, **fields) -> Record:
+    """The record of a Stable-Baselines3 run, from sb3_solve.py's JSON line (curve points: env steps, seconds,
+    mean return over `episodes` greedy episodes)."""
+    figures = {"solved": bool(result["solved"]), "minutes": round(launch_seconds / 60, 3)}
+    if result.get("env_steps") is not None:
+        figures["env_steps"] = result["env_steps"]
+    if result.get("final_eval") is not None and result["final_eval"] == result["final_eval"]:  # not NaN
+        figures["return"], figures["return_episodes"] = result["final_eval"], episodes
+    curve = [[int(steps), round(float(seconds), 2), round(float(mean), 3)] for steps, seconds, mean in result["curve"]]
+    return record(
+        version=f"stable-baselines3 {metadata.version('stable-baselines3')}", final=figures, curve=curve, **fields
     )
 
 

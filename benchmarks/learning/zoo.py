@@ -41,7 +41,9 @@ from harness.launch import (
     save_results,
     trainer_command,
 )
+from harness.records import write
 from harness.spreads import show, show_spread, spread
+from harness.trainer_runs import learning_record, make_command, sb3_record
 
 
 @dataclass(frozen=True)
@@ -49,21 +51,31 @@ class Suite:
     target: float  # the greedy mean return that counts as solved
     seeds: int
     timeout: float  # seconds per run
+    family: str = "classic-control"  # the results' suite (harness/records.py)
 
 
 SUITES = {
     "CartPole-v1": Suite(475.0, 10, 120.0),
     "Acrobot-v1": Suite(-100.0, 10, 600.0),
-    "LunarLander-v3": Suite(200.0, 5, 1800.0),
+    "LunarLander-v3": Suite(200.0, 5, 1800.0, "box2d"),
     "Pendulum-v1": Suite(-200.0, 10, 900.0),
 }
+COMMAND = make_command("bench-zoo", "ZOO_ARGS", sys.argv[1:])
+EVAL_EPISODES = 10  # both trainers' greedy evaluations
+
+
+def recorded(suite: Suite, contender: str, seed: int) -> dict:
+    """A run's fields of its record (harness/records.py) beside what it measured."""
+    return dict(
+        suite=suite.family, contender=contender, seed=seed, command=COMMAND, budget={"minutes": suite.timeout / 60}
+    )
 
 
 def eval_interval(env: str) -> float:
     return preset_for(env).get("eval_interval", 0.5)
 
 
-def ours(env: str, seed: int, suite: Suite, **options) -> dict:
+def ours(env: str, seed: int, suite: Suite, contender: str = "a3c", **options) -> dict:
     """One run of our trainer on 8 processes (options win), as its greedy evaluation and summary tell it; with
     the medians over metrics.csv's rows of the policy's entropy and of what the noise did to it."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,6 +84,7 @@ def ours(env: str, seed: int, suite: Suite, **options) -> dict:
         command = trainer_command(run_dir, env=env, seed=seed, target_return=suite.target, **options)
         wall, _, _ = run_timed(command, suite.timeout)
         summary = read_summary(run_dir)
+        write(learning_record(run_dir, launch_seconds=wall, settings=options, **recorded(suite, contender, seed)))
         curve = [
             (int(row["env_steps"]), float(row["wall_seconds"]), float(row["mean_return"]))
             for row in run_rows(run_dir, "eval.csv")
@@ -95,6 +108,8 @@ def median_of(rows: list[dict], column: str) -> float:
 
 def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
     wall, result = run_sb3(env, algo, seed, suite.timeout, suite.target, eval_interval(env))
+    contender = f"SB3 {algo.upper()} (RL Zoo settings)"
+    write(sb3_record(result, launch_seconds=wall, episodes=EVAL_EPISODES, env=env, **recorded(suite, contender, seed)))
     return {
         "solved": result["solved"],
         "wall_seconds": wall,
@@ -108,7 +123,7 @@ def contenders(env: str, only: list[str] | None = None) -> dict:
     """The contenders for `env`, all of them or those named in `only`."""
     found = {"ours (preset)": lambda seed, suite: ours(env, seed, suite)}
     if preset_for(env).get("replay_ratio"):
-        found["ours, no replay"] = lambda seed, suite: ours(env, seed, suite, replay_ratio=0)
+        found["ours, no replay"] = lambda seed, suite: ours(env, seed, suite, "a3c, no replay", replay_ratio=0)
     found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
     found["SB3 PPO (Zoo)"] = lambda seed, suite: sb3("ppo", env, seed, suite)
     return {name: run for name, run in found.items() if not only or name in only}
