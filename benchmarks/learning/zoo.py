@@ -21,7 +21,7 @@ import math
 import statistics
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
@@ -129,9 +129,9 @@ def contenders(env: str, only: list[str] | None = None) -> dict:
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_env(env: str, suite: Suite, only: list[str] | None = None) -> dict:
+def run_env(env: str, suite: Suite, only: list[str] | None = None, first_seed: int = 0) -> dict:
     results = {name: [] for name in contenders(env, only)}
-    for seed in range(suite.seeds):
+    for seed in range(first_seed, first_seed + suite.seeds):
         for name, contender in contenders(env, only).items():
             run = {"seed": seed, **contender(seed, suite)}
             results[name].append(run)
@@ -224,6 +224,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", choices=list(SUITES), help="one env of the suite; repeat for more")
     parser.add_argument("--seeds", type=int, help="seeds per env (default: 10, 5 for LunarLander)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed: a suite's seeds over sittings")
     parser.add_argument("--out", default="zoo", help="results name")
     parser.add_argument(
         "--only",
@@ -234,14 +235,14 @@ def main() -> None:
     args = parser.parse_args()
     info = environment()
     suites = {
-        env: Suite(suite.target, args.seeds or suite.seeds, suite.timeout)
+        env: replace(suite, seeds=args.seeds or suite.seeds)
         for env, suite in SUITES.items()
         if env in (args.env or SUITES)
     }
 
     results = {}
     for env, suite in suites.items():  # saved after each env: a long suite cut short keeps what it finished
-        results[env] = run_env(env, suite, args.only)
+        results[env] = run_env(env, suite, args.only, args.first_seed)
         report(info, suites, results, args.out)
 
 
