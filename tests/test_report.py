@@ -173,3 +173,13 @@ def test_an_sb3_runs_record_keeps_its_solve_and_the_package_version():
         budget={},
     )
     assert unsolved.final == {"solved": False, "minutes": 1.0}
+
+
+def test_the_command_of_a_record_quotes_what_the_benchmark_was_given():
+    from harness.trainer_runs import make_command
+
+    given = ["--env", "LunarLander-v3", "--only", "ours (preset)"]
+    assert make_command("bench-zoo", "ZOO_ARGS", given) == (
+        "make bench-zoo ZOO_ARGS=\"--env LunarLander-v3 --only 'ours (preset)'\""
+    )
+    assert make_command("bench-zoo", "ZOO_ARGS", []) == "make bench-zoo"

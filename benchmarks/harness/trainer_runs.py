@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import re
+import shlex
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -118,5 +119,6 @@ def speed_record(
 
 
 def make_command(target: str, variable: str, arguments: list[str]) -> str:
-    """The make command that runs a benchmark again with `arguments`: `make bench-x X_ARGS="..."`."""
-    return f'make {target} {variable}="{" ".join(arguments)}"' if arguments else f"make {target}"
+    """The make command that runs a benchmark again with `arguments`, each quoted for the shell as it was given:
+    `make bench-x X_ARGS="--only 'a b'"`."""
+    return f'make {target} {variable}="{shlex.join(arguments)}"' if arguments else f"make {target}"
