@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 START = time.monotonic()
 
@@ -30,92 +32,9 @@ from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalizati
 
 from a3c.parallel.evaluation import confirms  # noqa: E402  the rule our evaluator applies
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
+from learning.zoo_settings import ZOO  # noqa: E402
 
-def linear(start: float):
-    """The Zoo's lin_<start>: decays linearly from start to 0 over the step budget."""
-    return lambda progress_remaining: progress_remaining * start
-
-
-# (env, algo): n_envs, n_timesteps, normalize, the algorithm's keyword arguments. LunarLander-v3 takes
-# the Zoo's LunarLander-v2 entry (v3 only fixed bugs of the simulation).
-ZOO = {
-    ("CartPole-v1", "a2c"): (8, 500_000, False, dict(ent_coef=0.0)),
-    ("CartPole-v1", "ppo"): (
-        8,
-        100_000,
-        False,
-        dict(
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate=linear(0.001),
-            clip_range=linear(0.2),
-        ),
-    ),
-    ("Acrobot-v1", "a2c"): (16, 500_000, True, dict(ent_coef=0.0)),
-    ("Acrobot-v1", "ppo"): (
-        16,
-        1_000_000,
-        True,
-        dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
-    ),
-    ("MountainCar-v0", "a2c"): (16, 1_000_000, True, dict(ent_coef=0.0)),
-    ("MountainCar-v0", "ppo"): (
-        16,
-        1_000_000,
-        True,
-        dict(n_steps=16, gae_lambda=0.98, gamma=0.99, n_epochs=4, ent_coef=0.0),
-    ),
-    ("LunarLander-v3", "a2c"): (
-        8,
-        200_000,
-        False,
-        dict(gamma=0.995, n_steps=5, learning_rate=linear(0.00083), ent_coef=0.00001),
-    ),
-    ("LunarLander-v3", "ppo"): (
-        16,
-        1_000_000,
-        False,
-        dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01),
-    ),
-    ("Pendulum-v1", "a2c"): (
-        8,
-        1_000_000,
-        True,
-        dict(
-            ent_coef=0.0,
-            max_grad_norm=0.5,
-            n_steps=8,
-            gae_lambda=0.9,
-            vf_coef=0.4,
-            gamma=0.9,
-            use_rms_prop=True,
-            normalize_advantage=False,
-            learning_rate=linear(7e-4),
-            use_sde=True,
-            policy_kwargs=dict(log_std_init=-2, ortho_init=False),
-        ),
-    ),
-    ("Pendulum-v1", "ppo"): (
-        4,
-        100_000,
-        False,
-        dict(
-            n_steps=1024,
-            gae_lambda=0.95,
-            gamma=0.9,
-            n_epochs=10,
-            ent_coef=0.0,
-            learning_rate=1e-3,
-            clip_range=0.2,
-            use_sde=True,
-            sde_sample_freq=4,
-        ),
-    ),
-}
 ALGOS = {"a2c": A2C, "ppo": PPO}
 
 
