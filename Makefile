@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-mujoco bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
 
 venv: $(VENV)/.installed
 
@@ -64,6 +64,12 @@ bench-solve: bench-venv
 # ZOO_ARGS="--env Acrobot-v1 --seeds 3": a part of the suite (the whole of it takes hours on 2 cores)
 bench-zoo: bench-venv box2d-venv
 	$(PY) benchmarks/learning/zoo.py $(ZOO_ARGS)
+
+# MuJoCo's tasks at 1M env steps, a3c against SB3 A2C and PPO at the Zoo's settings, 5 seeds (many hours on 2 cores);
+# MUJOCO_ARGS="--seeds 2 --first-seed 3" for more seeds of one sitting
+MUJOCO_TASKS := HalfCheetah-v5 Hopper-v5 Ant-v5 InvertedPendulum-v5 InvertedDoublePendulum-v5 Reacher-v5 Swimmer-v5
+bench-mujoco: bench-venv mujoco-venv
+	$(PY) benchmarks/learning/zoo.py $(MUJOCO_TASKS:%=--env %) --out mujoco $(MUJOCO_ARGS)
 
 # NoisyNet against no noise and entropy dithering where random play rarely finds the reward (hours on 2 cores);
 # EXPLORE_ARGS="--env a3c/DeepSea20-v0 --seeds 3" for a part

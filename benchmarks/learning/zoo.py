@@ -3,6 +3,7 @@
     zoo.py                                  # all four envs, 10 seeds (5 for LunarLander)
     zoo.py --env CartPole-v1 --seeds 3      # one env, fewer seeds
     zoo.py --env CartPole-v1 --only "ours (preset)" --only "SB3 A2C (Zoo)"   # two contenders
+    zoo.py --env HalfCheetah-v5 --seeds 5    # MuJoCo at 1M env steps (make bench-mujoco: every task)
 
 Per env, the contenders run interleaved by seed, one process at a time, each timed from launch to
 exit and capped by the env's timeout: ours with the env's preset and `--num-processes 8` (and,
@@ -48,10 +49,12 @@ from harness.trainer_runs import learning_record, make_command, sb3_record
 
 @dataclass(frozen=True)
 class Suite:
-    target: float  # the greedy mean return that counts as solved
+    target: float | None  # the greedy mean return that counts as solved; None: the runs go to the budget
     seeds: int
     timeout: float  # seconds per run
     family: str = "classic-control"  # the results' suite (harness/records.py)
+    max_steps: int = 0  # the trainer's budget (0: its preset's); SB3's is the Zoo's n_timesteps
+    every: float = 0.0  # seconds between greedy evaluations, both trainers (0: the preset's)
 
 
 SUITES = {
@@ -60,6 +63,19 @@ SUITES = {
     "LunarLander-v3": Suite(200.0, 5, 1800.0, "box2d"),
     "Pendulum-v1": Suite(-200.0, 10, 900.0),
 }
+CLASSIC = tuple(SUITES)  # the suite without --env
+# MuJoCo at the field's budget, 1M env steps: the locomotion tasks' thresholds are far beyond it, so their runs
+# report the return; an evaluation of 10 episodes of 1,000 steps every 30 s (SB3's training waits for its own)
+for task, threshold in {
+    "HalfCheetah-v5": None,
+    "Hopper-v5": None,
+    "Ant-v5": None,
+    "InvertedPendulum-v5": 950.0,
+    "InvertedDoublePendulum-v5": 9100.0,
+    "Reacher-v5": -3.75,
+    "Swimmer-v5": 360.0,
+}.items():
+    SUITES[task] = Suite(threshold, 5, 3600.0, "mujoco", 1_000_000, 30.0)
 COMMAND = make_command("bench-zoo", "ZOO_ARGS", sys.argv[1:])
 EVAL_EPISODES = 10  # both trainers' greedy evaluations
 
@@ -72,7 +88,7 @@ def recorded(suite: Suite, contender: str, seed: int) -> dict:
 
 
 def eval_interval(env: str) -> float:
-    return preset_for(env).get("eval_interval", 0.5)
+    return SUITES[env].every or preset_for(env).get("eval_interval", 0.5)
 
 
 def ours(env: str, seed: int, suite: Suite, contender: str = "a3c", **options) -> dict:
@@ -81,7 +97,9 @@ def ours(env: str, seed: int, suite: Suite, contender: str = "a3c", **options) -
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         options = {"num_processes": 8, **options}
-        command = trainer_command(run_dir, env=env, seed=seed, target_return=suite.target, **options)
+        budget = {"max_steps": suite.max_steps, "eval_interval": eval_interval(env)} if suite.max_steps else {}
+        target = "none" if suite.target is None else suite.target
+        command = trainer_command(run_dir, env=env, seed=seed, target_return=target, **budget, **options)
         wall, _, _ = run_timed(command, suite.timeout)
         summary = read_summary(run_dir)
         write(learning_record(run_dir, launch_seconds=wall, settings=options, **recorded(suite, contender, seed)))
@@ -107,7 +125,8 @@ def median_of(rows: list[dict], column: str) -> float:
 
 
 def sb3(algo: str, env: str, seed: int, suite: Suite) -> dict:
-    wall, result = run_sb3(env, algo, seed, suite.timeout, suite.target, eval_interval(env))
+    target = math.inf if suite.target is None else suite.target
+    wall, result = run_sb3(env, algo, seed, suite.timeout, target, eval_interval(env))
     contender = f"SB3 {algo.upper()} (RL Zoo settings)"
     write(sb3_record(result, launch_seconds=wall, episodes=EVAL_EPISODES, env=env, **recorded(suite, contender, seed)))
     return {
@@ -165,7 +184,8 @@ def plot(results: dict, suites: dict):
                 axes[0][column].plot(steps, returns, color=f"C{color}", alpha=0.5, linewidth=0.8, label=label)
                 axes[1][column].plot(seconds, returns, color=f"C{color}", alpha=0.5, linewidth=0.8)
         for row, xlabel in enumerate(("env steps", "seconds")):
-            axes[row][column].axhline(suites[env].target, color="grey", linestyle=":")
+            if suites[env].target is not None:
+                axes[row][column].axhline(suites[env].target, color="grey", linestyle=":")
             axes[row][column].set_xlabel(xlabel)
             axes[row][column].grid(alpha=0.3)
         axes[0][column].set_title(env)
@@ -237,7 +257,7 @@ def main() -> None:
     suites = {
         env: replace(suite, seeds=args.seeds or suite.seeds)
         for env, suite in SUITES.items()
-        if env in (args.env or SUITES)
+        if env in (args.env or CLASSIC)
     }
 
     results = {}
