@@ -147,31 +147,13 @@ def test_an_sb3_runs_record_keeps_its_solve_and_the_package_version():
     pytest.importorskip("stable_baselines3", reason="SB3's runs need pip install -r requirements-bench.txt")
     from harness import trainer_runs
 
+    fields = dict(suite="classic-control", env="CartPole-v1", contender="SB3 A2C", command="make x", budget={})
     result = {"solved": True, "env_steps": 20_000, "final_eval": 480.0, "curve": [[10_000, 5.0, 100.0]]}
-    made = trainer_runs.sb3_record(
-        result,
-        launch_seconds=30.0,
-        episodes=10,
-        suite="classic-control",
-        env="CartPole-v1",
-        contender="SB3 A2C",
-        seed=0,
-        command="make x",
-        budget={},
-    )
+    made = trainer_runs.sb3_record(result, launch_seconds=30.0, episodes=10, seed=0, **fields)
     assert made.final == {"solved": True, "minutes": 0.5, "env_steps": 20_000, "return": 480.0, "return_episodes": 10}
     assert made.version.startswith("stable-baselines3 ") and made.commit == ""
-    unsolved = trainer_runs.sb3_record(
-        {"solved": False, "env_steps": None, "final_eval": float("nan"), "curve": []},
-        launch_seconds=60.0,
-        episodes=10,
-        suite="classic-control",
-        env="CartPole-v1",
-        contender="SB3 A2C",
-        seed=1,
-        command="x",
-        budget={},
-    )
+    unsolved = {"solved": False, "env_steps": None, "final_eval": float("nan"), "curve": []}
+    unsolved = trainer_runs.sb3_record(unsolved, launch_seconds=60.0, episodes=10, seed=1, **fields)
     assert unsolved.final == {"solved": False, "minutes": 1.0}
 
 

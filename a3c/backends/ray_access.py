@@ -33,11 +33,12 @@ def find_token(environ: MutableMapping[str, str], home: Path) -> tuple[Optional[
         return environ["RAY_AUTH_TOKEN"].strip(), "RAY_AUTH_TOKEN"
     if "RAY_AUTH_TOKEN_PATH" in environ:
         path = Path(environ["RAY_AUTH_TOKEN_PATH"]).expanduser()
-        token = read_text(path)
-        return token, f"RAY_AUTH_TOKEN_PATH ({path})" if token else None
-    default = home / ".ray" / "auth_token"
-    token = read_text(default)
-    return token, str(default) if token else None
+        source = f"RAY_AUTH_TOKEN_PATH ({path})"
+    else:
+        path = home / ".ray" / "auth_token"
+        source = str(path)
+    token = read_text(path)
+    return token, source if token else None
 
 
 def read_text(path: Path) -> Optional[str]:
@@ -61,14 +62,15 @@ def secure_local_instance(environ: MutableMapping[str, str], home: Path) -> str:
     return f"Ray: a local instance on the loopback, token authentication on ({source})"
 
 
-def probe(address: str, token: Optional[str]):
-    """The gRPC status code of one call to the control store at `address`, with `token` or without one."""
+def call(address: str, method: str, token: Optional[str], timeout: float = PROBE_TIMEOUT_SECONDS):
+    """The gRPC status code of one call of `method` (an empty request) at `address`, with Ray's token or
+    without one."""
     import grpc  # Ray's dependency: imported only for --backend ray
 
     metadata = [("authorization", f"Bearer {token}")] if token else None
     with grpc.insecure_channel(address) as channel:
         try:
-            channel.unary_unary(PROBE_METHOD)(b"", metadata=metadata, timeout=PROBE_TIMEOUT_SECONDS)
+            channel.unary_unary(method)(b"", metadata=metadata, timeout=timeout)
         except grpc.RpcError as error:
             return error.code()
     return grpc.StatusCode.OK
@@ -88,7 +90,7 @@ def prepare_join(
 
     if environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
         return f"Ray: TLS on (RAY_USE_TLS): the cluster at {address} takes only peers its CA signed", False
-    without = probe(address, None)
+    without = call(address, PROBE_METHOD, None)
     if without == grpc.StatusCode.OK:
         if not allow_unauthenticated:
             raise ConfigError(
@@ -109,7 +111,7 @@ def prepare_join(
             f"--ray-address {address}: the Ray cluster there requires a token and none is set here "
             f"(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token; {GUIDE})"
         )
-    if probe(address, token) != grpc.StatusCode.OK:
+    if call(address, PROBE_METHOD, token) != grpc.StatusCode.OK:
         raise ConfigError(f"--ray-address {address}: the Ray cluster there refuses the token of {source} ({GUIDE})")
     environ["RAY_AUTH_MODE"] = "token"
     return f"Ray: the cluster at {address} requires token authentication; joined with the token of {source}", False

@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from a3c.backends.ray_access import call
+
 # One call of each service a Ray node serves (the control store, the node manager, the object manager, a
 # worker, Ray Client's server, the agents), each reading nothing a client could use and changing nothing
 RAY_CALLS = (
@@ -81,20 +83,14 @@ def answer(address: str, token: str | None = None) -> str:
     """How the server at HOST:PORT answers a client with `token`, or with none."""
     import grpc
 
-    metadata = [("authorization", f"Bearer {token}")] if token else None
-    with grpc.insecure_channel(address) as channel:
-        for method in RAY_CALLS:
-            try:
-                channel.unary_unary(method)(b"", metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
-                return "accepted"
-            except grpc.RpcError as error:
-                code = error.code()
-            if code == grpc.StatusCode.UNAUTHENTICATED:
-                return "refused"
-            if code == grpc.StatusCode.UNAVAILABLE:  # no gRPC server there
-                return http_answer(address, token)
-            if code != grpc.StatusCode.UNIMPLEMENTED:
-                return "accepted"
+    for method in RAY_CALLS:
+        code = call(address, method, token, CALL_TIMEOUT_SECONDS)
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return "refused"
+        if code == grpc.StatusCode.UNAVAILABLE:  # no gRPC server there
+            return http_answer(address, token)
+        if code != grpc.StatusCode.UNIMPLEMENTED:  # served, or failed once the server had taken the call
+            return "accepted"
     return "no answer"
 
 
