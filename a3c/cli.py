@@ -89,6 +89,7 @@ TRAIN_OPTIONS = [
     option("--core", "lstm, or none: a feed-forward network", type=click.Choice(["lstm", "none"])),
     option("--noise/--no-noise", "NoisyNet heads (off: plain linear layers)"),
     option("--sigma-init", "NoisyNet sigma_0", type=float),
+    option("--log-std-init", "a Box action's Gaussian: the log std each action dimension starts from", type=float),
     option(
         "--noise-draw",
         "NoisyNet's draw: one a rollout for all of a worker's envs, one a rollout for each env, or one for each "
@@ -122,6 +123,10 @@ TRAIN_OPTIONS = [
         "--normalize-obs/--no-normalize-obs",
         "normalise observations by a running mean and std (auto: on for flat observations, off for frames and "
         "Dict or Tuple ones)",
+    ),
+    option(
+        "--normalize-returns/--no-normalize-returns",
+        "divide rewards by the running std of the discounted return (before --reward-scale)",
     ),
     option(
         "--center-frames/--no-center-frames",

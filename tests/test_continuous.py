@@ -13,6 +13,7 @@ from a3c.envs.make import env_spec
 from a3c.learn.distributions import Categorical, Gaussian
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
+from a3c.nets.factory import build_model
 from a3c.run.trainer import train
 
 CONTINUOUS_CUE = "tests.cue_env:ContinuousCue-v0"
@@ -75,6 +76,14 @@ def test_box_actions_are_clipped_to_the_bounds_for_the_env_only():
     actions = np.array([[-5.0], [0.5], [7.0]], dtype=np.float32)
     assert np.array_equal(spec.env_actions(actions), [[-2.0], [0.5], [2.0]])
     assert np.array_equal(actions, [[-5.0], [0.5], [7.0]])  # the sample itself is kept for the loss
+
+
+@pytest.mark.parametrize("model", ["", "tests.user_models:mlp"])
+def test_the_gaussian_starts_from_log_std_init_in_the_stock_network_and_a_users(model):
+    spec = env_spec("Pendulum-v1")
+    network = build_model(Config(env="Pendulum-v1", model=model, log_std_init=-0.5), spec)
+    assert torch.equal(network.log_std.detach(), torch.full((1,), -0.5))
+    assert torch.equal(build_model(Config(env="Pendulum-v1", model=model), spec).log_std.detach(), torch.zeros(1))
 
 
 def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():

@@ -143,7 +143,7 @@ def play_side_by_side(agent, runner, env: gym.Env, state_in: list[str]) -> int:
 
 
 def test_the_graph_takes_a_dynamic_batch_and_gives_the_value_in_return_units_and_the_distribution(tmp_path):
-    config = Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True, reward_scale=0.125)
+    config = Config.for_env("Pendulum-v1", core="lstm", normalize_obs=True, reward_scale=0.125, normalize_returns=True)
     _, runner, model = session(tmp_path, config)
     obs = np.random.default_rng(0).uniform(-1, 1, (7, 3)).astype(np.float32)
     outputs = onnx_step(runner, obs, {key: np.zeros((7, 64), dtype=np.float32) for key in ("h", "c")})
@@ -151,8 +151,9 @@ def test_the_graph_takes_a_dynamic_batch_and_gives_the_value_in_return_units_and
     model.eval()
     with torch.no_grad():
         head, value, (hidden, cell) = model(model.normalize(torch.from_numpy(obs)), model.initial_state(7))
-    offset = model.value_stats.mean.item()
-    np.testing.assert_allclose(outputs["value"], (value.numpy() + offset) / 0.125, rtol=1e-5, atol=1e-4)
+    offset, spread = model.value_stats.mean.item(), model.return_stats.var.item() ** 0.5
+    assert spread != 1.0  # the statistics were moved from their start
+    np.testing.assert_allclose(outputs["value"], (value.numpy() + offset) * spread / 0.125, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(outputs["mean"], outputs["action"])
     np.testing.assert_allclose(outputs["log_std"], np.broadcast_to(model.log_std.detach().numpy(), (7, 1)))
     np.testing.assert_allclose(outputs["h_out"], hidden.numpy(), rtol=1e-5, atol=1e-6)

@@ -36,6 +36,9 @@ class Config:
     core: str = "lstm"  # lstm, or none: a feed-forward network
     noise: bool = True
     sigma_init: float = 0.017
+    # a Box action space's Gaussian: the log standard deviation every action dimension starts from (learned,
+    # one per dimension, independent of the state); 0: a std of 1, as wide as a [-1, 1] bound
+    log_std_init: float = 0.0
     # NoisyNet's draw: worker, one a rollout for all of a worker's envs; env, one a rollout for each env;
     # episode, one for each env, held until its episode ends (redrawn at the next rollout's start)
     noise_draw: str = "worker"
@@ -62,6 +65,10 @@ class Config:
     # running mean/std of observations, shared by the workers; auto: on for a flat vector of observations, off
     # for frames and Dict or Tuple ones (for_spaces)
     normalize_obs: Union[bool, str] = "auto"
+    # rewards divided by the running std of each env's discounted return, shared by the workers
+    # (a3c/learn/return_scale.py), then multiplied by --reward-scale: value targets near unit scale whatever
+    # the rewards' units
+    normalize_returns: bool = False
     # frames: each frame less its own mean pixel before the convnet; on for Atari, where Pong's grey
     # background hid the ball from the critic (docs/design/choices.md, "Centred frames")
     center_frames: bool = False
@@ -374,6 +381,7 @@ STRUCTURAL_FIELDS = (
     "model",
     "optimizer",
     "normalize_obs",
+    "normalize_returns",
     "center_frames",
     "convnet",
     "frames",

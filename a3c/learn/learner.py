@@ -18,6 +18,7 @@ from a3c.learn.noise_scale import adapted_noise_scale
 from a3c.learn.novelty import NoveltyBonus, arrivals
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
+from a3c.learn.return_scale import ReturnScale
 from a3c.learn.returns import (
     Loss,
     LossGradient,
@@ -127,6 +128,8 @@ class ActorLearner:
         self.episode_ended = torch.ones(len(self.envs), dtype=torch.bool)  # the envs a held draw is due for
         self.noise_scale = 1.0  # the next draws' epsilon times this; --noise-kl-target adapts it
         self.novelty = None if self.model.novelty is None else NoveltyBonus(config.novelty_coef)
+        stats = self.model.return_stats
+        self.return_scale = None if stats is None else ReturnScale(len(self.envs), config.gamma, stats)
 
     @torch.no_grad()
     def load_weights(self, flat_weights: torch.Tensor) -> None:
@@ -281,6 +284,8 @@ class ActorLearner:
         observations = np.stack(observations)
         if self.model.obs_norm is not None:  # once per rollout: less time and fewer Hogwild races than per step
             self.model.obs_norm.update(torch.from_numpy(observations.reshape(-1, *envs.spec.obs_shape)))
+        if self.return_scale is not None:
+            self.return_scale.end_rollout()
         steps = steps._replace(observations=observations, start_state=start_state, next_obs=envs.obs)
         self.episode_ended = torch.from_numpy(steps.restarted.any(axis=0))
         return PlayedRollout(steps, outputs, finished_returns, finished_lengths)
@@ -305,8 +310,11 @@ class ActorLearner:
         outputs.heads[t], outputs.values[t], state = self.act(envs.obs, state, row(steps.action_masks, t))
         steps.actions[t] = self.distribution.sample(outputs.heads[t], self.policy.log_std, self.rng)
         result = envs.step(steps.actions[t])
-        steps.rewards[t] = (np.sign(result.rewards) if config.clip_rewards else result.rewards) * config.reward_scale
+        rewards = np.sign(result.rewards) if config.clip_rewards else result.rewards
         ended = result.terminated | result.truncated
+        if self.return_scale is not None:
+            rewards = self.return_scale(rewards, ended | ~result.valid)
+        steps.rewards[t] = rewards * config.reward_scale
         steps.dones[t], steps.valid[t] = ended, result.valid
         if result.truncated.any():
             steps.truncated[t] = result.truncated

@@ -229,6 +229,7 @@ class Network(nn.Module):
         super().__init__()
         self.obs_norm = RunningNorm(obs_shape) if normalize_obs else None
         self.value_stats = RunningNorm(()) if center_values else None
+        self.return_stats: Optional[RunningNorm] = None  # --normalize-returns' statistics, set by the factory
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.novelty: Optional[nn.Module] = None  # --novelty-coef's networks (a3c/nets/novelty.py), set by the factory
 
@@ -240,7 +241,11 @@ class Network(nn.Module):
         update in place, node groups merge and an evaluation snapshots."""
         return {
             name: norm
-            for name, norm in (("obs_norm", self.obs_norm), ("value_stats", self.value_stats))
+            for name, norm in (
+                ("obs_norm", self.obs_norm),
+                ("value_stats", self.value_stats),
+                ("return_stats", self.return_stats),
+            )
             if norm is not None
         }
 

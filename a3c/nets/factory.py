@@ -6,7 +6,7 @@ from __future__ import annotations
 from a3c.config.settings import Config, centers_values, for_spaces
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
-from a3c.nets.actor_critic import ActorCritic, Network, StockOptions
+from a3c.nets.actor_critic import ActorCritic, Network, RunningNorm, StockOptions
 from a3c.nets.novelty import NoveltyNets
 from a3c.nets.precision import resolved_precision
 from a3c.nets.structured import PartsNorm, StructuredActorCritic
@@ -60,4 +60,8 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         model.obs_norm = PartsNorm(spec.obs_parts)
     if config.novelty_coef:
         model.novelty = NoveltyNets(spec.obs_shape[0])
+    if config.normalize_returns:
+        model.return_stats = RunningNorm(())
+    if model.log_std is not None:
+        model.log_std.data.fill_(config.log_std_init)
     return model

@@ -12,6 +12,7 @@ its spaces, the opset and the a3c version that wrote it.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.learn.distributions import MASKED_LOGIT
 from a3c.learn.learner import value_offset
+from a3c.learn.return_scale import EPSILON
 from a3c.nets.actor_critic import ActorCritic, Network
 from a3c.nets.precision import use_float32
 
@@ -46,8 +48,10 @@ class ExportedPolicy(nn.Module):
     def __init__(self, model: Network, spec: EnvSpec, config: Config):
         super().__init__()
         self.model, self.spec = model.eval(), spec
-        # the value head learns scaled returns, less the running mean of the targets with centred values
-        self.value_offset, self.value_scale = value_offset(model.value_stats), 1.0 / config.reward_scale
+        # the value head learns scaled returns (divided by the return's spread with --normalize-returns), less the
+        # running mean of the targets with centred values
+        spread = 1.0 if model.return_stats is None else math.sqrt(model.return_stats.var.item() + EPSILON)
+        self.value_offset, self.value_scale = value_offset(model.value_stats), spread / config.reward_scale
         if spec.continuous:
             low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
             self.register_buffer("center", (high + low) / 2)

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from harness.launch import REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
-from harness.spreads import solved_spread
+from harness.spreads import median_range, solved_spread
 
 
 def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = REPO) -> dict:
@@ -36,6 +36,7 @@ def run(env: str, seed: int, options: list[str], timeout: float, repo: Path = RE
         "wall_seconds": round(wall, 2),
         "env_steps": summary["solved_env_steps"],
         "best_eval": summary["best_eval_return"],
+        "last_eval": summary["last_eval_return"],
         "total_env_steps": summary["env_steps"],
     }
 
@@ -76,7 +77,7 @@ def main() -> None:
             print(
                 f"  seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, "
                 f"{result['env_steps'] or result['total_env_steps']:,} env steps, {result['wall_seconds']:.1f} s, "
-                f"best eval {result['best_eval']:.1f}",
+                f"best eval {result['best_eval']:.1f}, last eval {result['last_eval']:.1f}",
                 flush=True,
             )
     print(
@@ -84,7 +85,14 @@ def main() -> None:
         f"load average at start {info['load_average_at_start'][0]:.2f}"
     )
     print_table(
-        ["setting", "solved", "env steps to solve, median (range)", "whole-process s to solve", "best eval, median"],
+        [
+            "setting",
+            "solved",
+            "env steps to solve, median (range)",
+            "whole-process s to solve",
+            "best eval, median",
+            "last eval, median (range)",
+        ],
         [
             [
                 name,
@@ -92,6 +100,7 @@ def main() -> None:
                 solved_spread(runs, "env_steps", ",.0f"),
                 solved_spread(runs, "wall_seconds", ",.1f"),
                 f"{statistics.median(r['best_eval'] for r in runs):.1f}",
+                median_range([r["last_eval"] for r in runs], ",.1f"),
             ]
             for name, runs in results.items()
         ],
