@@ -1,6 +1,6 @@
 """The classic-control and Box2D suites' old results, as records: one a run, per seed of each contender.
 
-For each env and contender, the newest figures docs/results/measurements.md presents as current:
+For each env and contender, the newest figures the 0.26 results page (now docs/results/history.md) presented as current:
 
 - zoo-cartpole-b.json (0.8): CartPole's preset and SB3 A2C to a confirmed solve. zoo-cartpole-a.json is the
   same command a few minutes before, on the same seeds and version: its records would share file names.

@@ -1,6 +1,6 @@
 """The exploration suite's old results, as records: one a run, per seed of each contender.
 
-Only `results/explore-defaults.json` is converted: docs/results/measurements.md's section "Defaults that explore"
+Only `results/explore-defaults.json` is converted: "Defaults that explore" (docs/design/choices.md)
 (version 0.24.0, when the novelty bonus and normalised observations became the defaults on flat observations)
 presents it as the current figures for DeepSea 20, DeepSea 30 and MountainCar-v0, with the contrasts (no
 NoisyNet heads, no novelty bonus, neither) and SB3 A2C and PPO at the RL Zoo's settings, all in one invocation.

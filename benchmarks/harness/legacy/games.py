@@ -1,6 +1,6 @@
 """The Atari and MinAtar learning suites' old results files as run records (harness/records.py).
 
-Only the files docs/results/measurements.md presents as the current figures are converted:
+Only the files the 0.26 results page (now docs/results/history.md) presented as the current figures are converted:
 
 - atari: the preset (one frame, since version 0.23) for an hour on Pong (seeds 1-3) and Breakout (seed 1), and
   Stable-Baselines3 PPO at the RL Zoo's Atari settings for the same hour on each (seed 1);

@@ -1,6 +1,6 @@
 """The throughput, clusters and faults suites' old results, as records: one a run (a timing's repeat, a seed, a try).
 
-Converted, the files docs/results/measurements.md presents as the current figures:
+Converted, the files the 0.26 results page (now docs/results/history.md) presented as the current figures:
 - throughput: `throughput.json` (CartPole's pipeline by processes x envs, and classic A3C, version 0.1) and
   `atari-0.23-vs-0.14.json` (the Atari preset against 0.14.0's, version 0.23.2: the page's Atari throughput;
   `atari.json` is version 0.15's table, now in the history);
