@@ -18,7 +18,10 @@ confirmation games confirm it). The setting named
 `sb3-ppo-zoo` is Stable-Baselines3 PPO with the RL Zoo's Atari settings instead (sb3_atari.py, its
 evaluation at the preset's cadence and games), the anchor the preset is held against.
 `--from-runs DIR ...` summarises runs already made (named NAME-seedS); `--from-results FILE ...` joins
-results files of one setting (one seed a file: an hour each need not run in one sitting).
+results files of one setting (one seed a file: an hour each need not run in one sitting). Each run trained here
+writes its record (harness/records.py, suite atari) as it ends: ours as "a3c" with the options that differ from the
+preset's (the evaluator's off unless a setting keeps it: "a3c, --eval-episodes 0"), SB3's as "SB3 PPO (RL Zoo
+settings)".
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 
 import matplotlib.pyplot as plt
 
-from a3c.config.presets import ATARI_TARGETS
+from a3c.config.presets import ATARI_TARGETS, preset_for
 
 from harness.launch import PYTHON, REPO, environment, print_table, run_timed, save_results, trainer_command
+from harness.records import Record, write
 from harness.spreads import median_range
-from learning.atari_runs import at_steps, measured, results_made, runs_made
+from harness.trainer_runs import budget, learning_record, make_command, sb3_record, variant
+from learning.atari_runs import at_steps, measured, results_made, runs_made, sb3_result
 
 RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
@@ -46,19 +51,39 @@ MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
 SB3_SETTING = "sb3-ppo-zoo"
 SB3_TITLE = "SB3 PPO, the RL Zoo's Atari settings"
+SB3_CONTENDER = "SB3 PPO (RL Zoo settings)"
+ZOO_STEPS = 10_000_000  # sb3_atari.py's total_timesteps, the horizon of the Zoo's schedules
+COMMAND = make_command("bench-atari-learn", "ATARI_LEARN_ARGS", sys.argv[1:])
 ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time (about a minute) before the end
 
 
-def run_seed(game: str, seed: int, minutes: float, run_dir: Path, setting: tuple[str, str]) -> None:
+def run_seed(game: str, seed: int, minutes: float, run_dir: Path, setting: tuple[str, str]) -> float:
+    """One run; the seconds from its launch to its exit."""
     name, options = setting
     if name == SB3_SETTING:  # it stops itself at the budget; the grace lets an evaluation under way end
         command = [PYTHON, str(REPO / "benchmarks" / "learning" / "sb3_atari.py"), "--game", game, "--seed", str(seed)]
-        run_timed(command + ["--minutes", str(minutes), "--run-dir", str(run_dir)], timeout=60 * minutes + 300)
-        return
+        return run_timed(command + ["--minutes", str(minutes), "--run-dir", str(run_dir)], 60 * minutes + 300)[0]
     command = trainer_command(
         run_dir, env=f"ALE/{game}-v5", num_processes=PROCESSES, eval_episodes=0, seed=seed, print_interval=60
     )
-    run_timed(command + shlex.split(options), timeout=60 * minutes)
+    return run_timed(command + shlex.split(options), timeout=60 * minutes)[0]
+
+
+def run_record(
+    run_dir: Path, wall: float, run: dict, game: str, seed: int, minutes: float, setting: tuple[str, str]
+) -> Record:
+    """The record of a run of `setting` (name, options) that lasted `wall` seconds; `run`: as measured() reads it."""
+    name, options = setting
+    fields = dict(suite="atari", seed=seed, command=COMMAND, launch_seconds=wall)
+    if name == SB3_SETTING:
+        budget_given = {"env_steps": ZOO_STEPS, "minutes": minutes}
+        result, episodes = sb3_result(run)
+        return sb3_record(
+            result, env=f"ALE/{game}-v5", contender=SB3_CONTENDER, budget=budget_given, episodes=episodes, **fields
+        )
+    contender, settings = variant(["--eval-episodes", "0", *shlex.split(options)], preset_for(f"ALE/{game}-v5"))
+    settings = {"num_processes": PROCESSES, **settings}
+    return learning_record(run_dir, contender=contender, settings=settings, budget=budget(run_dir, minutes), **fields)
 
 
 def plot(runs: dict[int, dict], env: str, title: str):
@@ -138,8 +163,9 @@ def train(settings: dict[str, str], args: argparse.Namespace) -> dict[str, dict[
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for name, options in settings.items():
                 run_dir = (args.runs_dir or Path(tmp)) / f"{name}-seed{seed}"
-                run_seed(args.game, seed, args.minutes, run_dir, (name, options))
+                wall = run_seed(args.game, seed, args.minutes, run_dir, (name, options))
                 runs[name][seed] = measured(run_dir, args.minutes)
+                write(run_record(run_dir, wall, runs[name][seed], args.game, seed, args.minutes, (name, options)))
     return runs
 
 

@@ -68,6 +68,21 @@ def measured(run_dir: Path, minutes: float) -> dict:
     return {"train": curve(run_dir, minutes), "greedy": greedy(run_dir, minutes), "outcome": outcome(run_dir)}
 
 
+def sb3_result(run: dict) -> tuple[dict, int]:
+    """A run of sb3_atari.py, as measured() reads it, in sb3_solve.py's layout (harness/trainer_runs.py's
+    sb3_record): its last evaluation's mean return, the env steps at its end, no solve (it confirms none), and
+    its evaluations; with the games of an evaluation."""
+    evaluations = [row for row in run["greedy"] if not row["confirmation"]]
+    steps = max((row["env_steps"] for row in run["train"] + run["greedy"]), default=None)
+    result = {
+        "solved": None,
+        "env_steps": steps,
+        "final_eval": evaluations[-1]["return"] if evaluations else None,
+        "curve": [[row["env_steps"], 60 * row["minutes"], row["return"]] for row in evaluations],
+    }
+    return result, evaluations[-1]["episodes"] if evaluations else 0
+
+
 def runs_made(run_dirs: list[Path], minutes: float) -> tuple[dict[str, str], dict[str, dict[int, dict]]]:
     """The settings (named by the run dirs, NAME-seedS, described by their configs) and runs made."""
     settings, runs = {}, {}

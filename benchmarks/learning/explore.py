@@ -28,6 +28,8 @@ Zoo's settings. Each run stops at the task's target once new greedy episodes con
 steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's metrics.csv
 rows then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips, noise_consistency,
 noise_share, noise_scale: docs/reference/run-directory.md), and the novelty's error where a contender has its bonus.
+Each run writes its record (harness/records.py, suite exploration) as it ends, through zoo.py's runs: ours as "a3c"
+(the defaults) or "a3c, " and the contender's name ("no novelty" said "no novelty bonus"), SB3's as zoo.py names them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
@@ -49,54 +52,51 @@ from a3c.run.metrics import EXPLORATION_COLUMNS
 
 from harness.launch import environment, print_table
 from harness.spreads import show
+from harness.trainer_runs import make_command
+from learning import zoo
 from learning.zoo import Suite, ours, report, sb3
 
 TASKS = {
-    "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0),
-    "a3c/DeepSea20-v0": Suite(0.9, 5, 600.0),
-    "a3c/DeepSea30-v0": Suite(0.9, 5, 900.0),
-    "MountainCar-v0": Suite(-110.0, 5, 1200.0),
+    "a3c/DeepSea10-v0": Suite(0.9, 5, 300.0, "exploration"),
+    "a3c/DeepSea20-v0": Suite(0.9, 5, 600.0, "exploration"),
+    "a3c/DeepSea30-v0": Suite(0.9, 5, 900.0, "exploration"),
+    "MountainCar-v0": Suite(-110.0, 5, 1200.0, "exploration"),
 }
+COMMAND = make_command("bench-explore", "EXPLORE_ARGS", sys.argv[1:])
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
 FIGURES = ("entropy", *EXPLORATION_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
 
+def table_name(name: str) -> str:
+    """The results table's name of one of our contenders (harness/legacy/exploration.py's)."""
+    return "a3c" if name == "defaults" else f"a3c, {name.replace('no novelty', 'no novelty bonus')}"
+
+
 def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
     """`kinds`: the sigmas, entropy coefficients, KL targets and novelty coefficients beyond the defaults. The
     contenders that ask whether the noise or dithering explores by itself do without the novelty bonus."""
-
-    def trained(seed, suite, **options):
-        return ours(env, seed, suite, **options)
-
-    def without_novelty(seed, suite, **options):
-        return trained(seed, suite, novelty_coef=0.0, **options)
-
-    sigmas, entropy_coefs, kl_targets = kinds["sigmas"], kinds["entropy_coefs"], kinds["kl_targets"]
-    found = {
-        "defaults": lambda seed, suite: trained(seed, suite),
-        "no noise": lambda seed, suite: trained(seed, suite, noise=False),
-        "no novelty": lambda seed, suite: without_novelty(seed, suite),
-        "no novelty, no noise": lambda seed, suite: without_novelty(seed, suite, noise=False),
+    off = {"novelty_coef": 0.0}
+    options = {
+        "defaults": {},
+        "no noise": {"noise": False},
+        "no novelty": off,
+        "no novelty, no noise": {**off, "noise": False},
     }
     for coef in kinds["novelty_coefs"]:
-        found[f"novelty {coef:g}"] = lambda seed, suite, coef=coef: trained(seed, suite, novelty_coef=coef)
-        found[f"novelty {coef:g}, no noise"] = lambda seed, suite, coef=coef: trained(
-            seed, suite, noise=False, novelty_coef=coef
-        )
-    for target in kl_targets:
-        found[f"no novelty, KL target {target:g}"] = lambda seed, suite, target=target: without_novelty(
-            seed, suite, noise_kl_target=target
-        )
-    for sigma in sigmas:
+        options[f"novelty {coef:g}"] = {"novelty_coef": coef}
+        options[f"novelty {coef:g}, no noise"] = {"noise": False, "novelty_coef": coef}
+    for target in kinds["kl_targets"]:
+        options[f"no novelty, KL target {target:g}"] = {**off, "noise_kl_target": target}
+    for sigma in kinds["sigmas"]:
         for draw, said in DRAWS.items():
-            found[f"no novelty, sigma {sigma:g}{said}"] = lambda seed, suite, sigma=sigma, draw=draw: without_novelty(
-                seed, suite, sigma_init=sigma, noise_draw=draw
-            )
-    for coef in entropy_coefs:
-        found[f"no novelty, no noise, entropy {coef:g}"] = lambda seed, suite, coef=coef: without_novelty(
-            seed, suite, noise=False, entropy_coef=coef
-        )
+            options[f"no novelty, sigma {sigma:g}{said}"] = {**off, "sigma_init": sigma, "noise_draw": draw}
+    for coef in kinds["entropy_coefs"]:
+        options[f"no novelty, no noise, entropy {coef:g}"] = {**off, "noise": False, "entropy_coef": coef}
+    found = {
+        name: lambda seed, suite, name=name, given=given: ours(env, seed, suite, table_name(name), **given)
+        for name, given in options.items()
+    }
     if env in WITH_SB3:
         found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
         found["SB3 PPO (Zoo)"] = lambda seed, suite: sb3("ppo", env, seed, suite)
@@ -163,13 +163,14 @@ def main() -> None:
         for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
     }
     tasks = {
-        env: Suite(task.target, args.seeds or task.seeds, args.timeout or task.timeout)
+        env: replace(task, seeds=args.seeds or task.seeds, timeout=args.timeout or task.timeout)
         for env, task in TASKS.items()
         if env in (args.env or TASKS)
     }
     if args.at_start:
         at_start(list(tasks), [Config().sigma_init, *kinds["sigmas"]])
         return
+    zoo.COMMAND = COMMAND  # the command zoo.py's runs record: this one's
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
         results[env] = run_task(env, task, kinds, args.only)

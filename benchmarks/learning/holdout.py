@@ -9,7 +9,9 @@ is confirmed on 100 new episodes, whose mean must be at the target with 90% conf
 run stops; best.pt ranks confirmed means first) and
 `--confirm-episodes 0` (the first 10-episode mean at the target stops the run; best.pt is the best
 such mean). Reported: runs that stopped as solved, the held-out mean of best.pt, median (range), and
-the share of seeds whose held-out mean reaches the target.
+the share of seeds whose held-out mean reaches the target. The trainer as it is writes a record of each run
+(harness/records.py, the env's suite as zoo.py has it) as it ends, as "a3c", its return best.pt's held-out mean;
+`--confirm-episodes 0` writes none: the results count a solve that new episodes confirmed, which it skips.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
 from harness.launch import PYTHON, REPO, environment, print_table, read_summary, run_timed, save_json, trainer_command
-from learning.zoo import SUITES
+from harness.records import write
+from harness.trainer_runs import learning_record, make_command
+from learning.zoo import SUITES, Suite
 
 HOLDOUT_EPISODES = 100
 HOLDOUT_SEED = 1_000_000  # + the run's seed: reset seeds of the held-out episodes
 
 CONTENDERS = {"confirmed (100 episodes)": {}, "--confirm-episodes 0": {"confirm_episodes": 0}}
+RECORDED = {"confirmed (100 episodes)": "a3c"}  # the contenders whose runs have records, as the tables name them
+COMMAND = make_command("bench-holdout", "HOLDOUT_ARGS", sys.argv[1:])
 
 
 def held_out_mean(checkpoint: Path, seed: int) -> float:
@@ -54,14 +60,21 @@ def held_out_mean(checkpoint: Path, seed: int) -> float:
     return float(re.search(r"mean return (\S+)", output).group(1))
 
 
-def run(env: str, seed: int, timeout: float, target: float, **options) -> dict:
+def run(env: str, seed: int, suite: Suite, contender: str | None, **options) -> dict:
+    """A run of the env's preset on 8 processes, best.pt's held-out mean after it; `contender`: the run's name in
+    its record (None: no record)."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = trainer_command(run_dir, env=env, num_processes=8, seed=seed, target_return=target, **options)
-        wall, _, _ = run_timed(command + ["--no-tensorboard"], timeout)
+        options = {"num_processes": 8, **options}
+        command = trainer_command(run_dir, env=env, seed=seed, target_return=suite.target, **options)
+        wall, _, _ = run_timed(command + ["--no-tensorboard"], suite.timeout)
         summary = read_summary(run_dir)
         best = run_dir / "checkpoints" / "best.pt"
         held_out = held_out_mean(best, seed) if best.exists() else None
+        if contender:
+            fields = dict(suite=suite.family, contender=contender, seed=seed, command=COMMAND, settings=options)
+            fields["budget"] = {"minutes": suite.timeout / 60}
+            write(learning_record(run_dir, launch_seconds=wall, replayed=(held_out, HOLDOUT_EPISODES), **fields))
     return {
         "seed": seed,
         "solved": summary["solved"],
@@ -90,7 +103,7 @@ def main() -> None:
         results[env] = {name: [] for name in contenders}
         for seed in range(args.seeds or suite.seeds):
             for name, options in contenders.items():
-                result = run(env, seed, suite.timeout, suite.target, **options)
+                result = run(env, seed, suite, RECORDED.get(name), **options)
                 results[env][name].append(result)
                 print(
                     f"  {env} seed {seed} {name}: {'solved' if result['solved'] else 'NOT solved'}, best eval "

@@ -8,7 +8,9 @@ SIGINT at the budget (a clean stop that writes last.pt), its evaluator's greedy 
 sb3_minatar.py (PPO, the same observations and network body), evaluating on the way and at the
 end the same way. Runs are interleaved by seed. Reported per game and contender: the median and
 range of the final greedy return over seeds, and the env steps played; the PNG draws the greedy
-curves against seconds and env steps.
+curves against seconds and env steps. Each run writes its record (harness/records.py, suite minatar) as it
+ends: ours as "a3c" with the options that differ from the preset's (a baseline's at its checkout's version),
+SB3's as "SB3 PPO (CleanRL Atari settings)".
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 
 import matplotlib.pyplot as plt
 
+from a3c.config.presets import preset_for
+
 from harness.launch import (
     PYTHON,
     REPO,
@@ -37,11 +41,16 @@ from harness.launch import (
     save_results,
     trainer_command,
 )
+from harness.records import Record, write
 from harness.spreads import median_range
+from harness.trainer_runs import budget, checkout_contender, learning_record, make_command, sb3_record, variant
 
 FINAL_EPISODES = 10
 FINAL_SEED = 20_000  # the final episodes' seeds: none of training's or the evaluator's
 EVAL_INTERVAL = 30.0  # seconds between the greedy evaluations of a curve, for both
+# sb3_minatar.py: CleanRL's ppo_atari settings scaled to 8 envs, on our MinAtar convnet (the Zoo has no entry)
+SB3_CONTENDER = "SB3 PPO (CleanRL Atari settings)"
+COMMAND = make_command("bench-minatar", "MINATAR_ARGS", sys.argv[1:])
 
 
 def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = REPO) -> dict:
@@ -60,7 +69,7 @@ def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = 
             + ["--no-tensorboard"]
             + options
         )
-        run_timed(command, timeout=seconds)
+        wall, _, _ = run_timed(command, timeout=seconds)
         summary = read_summary(run_dir)
         with open(run_dir / "eval.csv") as file:
             curve = [
@@ -81,8 +90,29 @@ def ours(game: str, seed: int, seconds: float, options: list[str], repo: Path = 
             ],
             timeout=600,
         )
-    final = float(re.search(r"mean return (-?[\d.]+)", output).group(1))
+        final = float(re.search(r"mean return (-?[\d.]+)", output).group(1))
+        write(ours_record(run_dir, game, seed, seconds=seconds, wall=wall, final=final, options=options, repo=repo))
     return {"seed": seed, "final_return": final, "env_steps": summary["env_steps"], "curve": curve}
+
+
+def ours_record(
+    run_dir: Path, game: str, seed: int, *, seconds: float, wall: float, final: float, options: list[str], repo: Path
+) -> Record:
+    """The record of our run in `run_dir`, given `seconds` and ended `wall` seconds after its launch: its return
+    last.pt's over the final episodes, its name the options that differ from the preset's."""
+    contender, settings = variant(options, preset_for(f"MinAtar/{game}-v1"))
+    return learning_record(
+        run_dir,
+        launch_seconds=wall,
+        replayed=(final, FINAL_EPISODES),
+        repo=repo,
+        suite="minatar",
+        contender=checkout_contender(repo, contender),
+        seed=seed,
+        command=COMMAND,
+        budget=budget(run_dir, seconds / 60),
+        settings={"num_processes": 8, **settings},
+    )
 
 
 def sb3(game: str, seed: int, seconds: float) -> dict:
@@ -98,11 +128,15 @@ def sb3(game: str, seed: int, seconds: float) -> dict:
         "--eval-interval",
         str(EVAL_INTERVAL),
     ]
-    _, output, _ = run_timed(command, timeout=seconds + 600)
+    wall, output, _ = run_timed(command, timeout=seconds + 600)
     result = json.loads(output.strip().splitlines()[-1])
+    mean = statistics.fmean(result["final_returns"])
+    figures = {"env_steps": result["env_steps"], "final_eval": mean, "curve": result["curve"]}  # no target: no solve
+    fields = dict(suite="minatar", env=f"MinAtar/{game}-v1", contender=SB3_CONTENDER, seed=seed, command=COMMAND)
+    write(sb3_record(figures, launch_seconds=wall, episodes=FINAL_EPISODES, budget={"minutes": seconds / 60}, **fields))
     return {
         "seed": seed,
-        "final_return": statistics.fmean(result["final_returns"]),
+        "final_return": mean,
         "env_steps": result["env_steps"],
         "curve": [tuple(point) for point in result["curve"]],
     }

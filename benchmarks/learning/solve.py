@@ -4,7 +4,9 @@ Solved: the greedy mean return over 10 episodes reaches 475, checked every 0.5 s
 100 new episodes of the same weights confirm it (every contender alike).
 Each run is one process, timed from launch to exit (imports and start-up included) and capped
 by --timeout; the env steps are those at the solving evaluation. Contenders run interleaved by
-seed. Medians and maxima count an unsolved run as infinitely slow.
+seed. Medians and maxima count an unsolved run as infinitely slow. Each run writes its record
+(harness/records.py, suite classic-control) as it ends: the preset as "a3c", our other contenders as "a3c, "
+and what they change, SB3's as "SB3 A2C (RL Zoo settings)" and "SB3 PPO (RL Zoo settings)".
 """
 
 from __future__ import annotations
@@ -29,22 +31,39 @@ from harness.launch import (
     save_results,
     trainer_command,
 )
+from harness.records import write
 from harness.spreads import show, spread
+from harness.trainer_runs import checkout_contender, learning_record, make_command, sb3_record
 
 ENV = "CartPole-v1"
+SUITE = "classic-control"
+COMMAND = make_command("bench-solve", "SOLVE_ARGS", sys.argv[1:])
+EVAL_EPISODES = 10  # every contender's greedy evaluations
 
 
-def ours(seed: int, timeout: float, repo: Path = REPO, **options) -> dict:
+def recorded(contender: str, seed: int, timeout: float) -> dict:
+    """A run's fields of its record beside what it measured."""
+    return dict(suite=SUITE, contender=contender, seed=seed, command=COMMAND, budget={"minutes": timeout / 60})
+
+
+def ours(seed: int, timeout: float, contender: str = "a3c", repo: Path = REPO, **options) -> dict:
+    """A run of our trainer on 8 processes; its record, where it lived to write its summary."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         command = trainer_command(run_dir, repo, env=ENV, num_processes=8, seed=seed, **options)
         wall, _, _ = run_timed(command, timeout)
-        summary = read_summary(run_dir) if (run_dir / "summary.json").exists() else {"solved": False}
+        ended = (run_dir / "summary.json").exists()  # not where the run was killed outright: no record then
+        summary = read_summary(run_dir) if ended else {"solved": False}
+        if ended:
+            fields = recorded(checkout_contender(repo, contender), seed, timeout) | {"repo": repo}
+            write(learning_record(run_dir, launch_seconds=wall, settings={"num_processes": 8, **options}, **fields))
     return {"solved": summary["solved"], "wall_seconds": wall, "env_steps": summary.get("solved_env_steps")}
 
 
 def sb3(algo: str, seed: int, timeout: float) -> dict:
     wall, result = run_sb3(ENV, algo, seed, timeout, target=475.0, eval_interval=0.5)
+    fields = recorded(f"SB3 {algo.upper()} (RL Zoo settings)", seed, timeout)
+    write(sb3_record(result, launch_seconds=wall, episodes=EVAL_EPISODES, env=ENV, **fields))
     return {
         "solved": result["solved"],
         "wall_seconds": wall,
@@ -54,22 +73,39 @@ def sb3(algo: str, seed: int, timeout: float) -> dict:
 
 
 OURS = "ours (preset: 8 proc x 1 env, t-max 20, replay 2)"
-CONTENDERS = {
-    OURS: lambda seed, timeout: ours(seed, timeout),
-    "ours, 8 proc x 8 envs, t-max 10, no replay (the defaults)": lambda seed, timeout: ours(
-        seed, timeout, **DEFAULTS_WITHOUT_PRESET
+# Our contenders' options, and their names in the results tables ("a3c, " and what they change)
+OPTIONS = {
+    OURS: ("a3c", {}),
+    "ours, 8 proc x 8 envs, t-max 10, no replay (the defaults)": (
+        "a3c, 8 envs a process, t-max 10, no replay (the defaults without the preset)",
+        DEFAULTS_WITHOUT_PRESET,
     ),
+}
+# --networks: the stock network in other shapes, a user's own module, and the autograd learner
+NETWORK_OPTIONS = {
+    "ours, autograd learner": ("a3c, autograd learner", {"learner": "torch"}),
+    "ours, feed-forward 128,128": ("a3c, feed-forward 128,128", {"core": "none", "hidden_sizes": "128,128"}),
+    "ours, --model examples.custom_model:mlp": (
+        "a3c, --model examples.custom_model:mlp",
+        {"model": "examples.custom_model:mlp"},
+    ),
+}
+
+
+def trained(options: dict) -> dict:
+    """Our contenders of `options` as runs of a seed and a timeout."""
+    return {
+        name: lambda seed, timeout, contender=contender, given=given: ours(seed, timeout, contender, **given)
+        for name, (contender, given) in options.items()
+    }
+
+
+CONTENDERS = {
+    **trained(OPTIONS),
     "SB3 A2C (Zoo)": lambda seed, timeout: sb3("a2c", seed, timeout),
     "SB3 PPO (Zoo)": lambda seed, timeout: sb3("ppo", seed, timeout),
 }
-# --networks: the stock network in other shapes, a user's own module, and the autograd learner
-NETWORKS = {
-    "ours, autograd learner": lambda seed, timeout: ours(seed, timeout, learner="torch"),
-    "ours, feed-forward 128,128": lambda seed, timeout: ours(seed, timeout, core="none", hidden_sizes="128,128"),
-    "ours, --model examples.custom_model:mlp": lambda seed, timeout: ours(
-        seed, timeout, model="examples.custom_model:mlp"
-    ),
-}
+NETWORKS = trained(NETWORK_OPTIONS)
 
 
 def plot(results: dict, timeout: float):
@@ -105,7 +141,9 @@ def main() -> None:
 
     contenders = {**CONTENDERS, **(NETWORKS if args.networks else {})}
     if args.baseline:
-        contenders[f"baseline ({args.baseline})"] = lambda seed, timeout: ours(seed, timeout, args.baseline.resolve())
+        contenders[f"baseline ({args.baseline})"] = lambda seed, timeout: ours(
+            seed, timeout, repo=args.baseline.resolve()
+        )
     results = {name: [] for name in contenders}
     for seed in range(args.seeds):
         for name, contender in contenders.items():

@@ -5,14 +5,15 @@ from a short calibration run so that it lasts about --seconds. Reported per cell
 of --repeats runs: the steady-state rate from metrics.csv (rows after the first 20% of the
 budget, the row written at shutdown left out) and the whole-run rate of summary.json. Beside
 them: the env-only ceiling (random actions, one process per core) and the memory of the process
-tree of an 8-process run.
+tree of an 8-process run. Each run writes its record (harness/records.py, suite throughput) as it ends, its rate
+beside the env alone: "a3c, P processes x E envs" (--quick writes none: a smoke run's figures are no results).
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -21,9 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
-import gymnasium as gym
 import matplotlib.pyplot as plt
-import numpy as np
 import psutil
 
 from harness.launch import (
@@ -39,6 +38,8 @@ from harness.launch import (
     steady_rate,
     trainer_command,
 )
+from harness.records import write
+from harness.trainer_runs import env_ceiling, speed_record
 
 ENV = "CartPole-v1"
 CALIBRATION_STEPS = 2_000  # per env of the single calibration process
@@ -46,6 +47,10 @@ WARMUP_FRACTION = 0.2  # of the budget: rows before it are start-up
 ROWS_PER_RUN = 40
 MEMORY_SAMPLE_SECONDS = 0.5
 MB = 2**20
+# The Makefile's target passes no arguments: a run with some is the script's
+COMMAND = (
+    shlex.join(["python", "benchmarks/speed/throughput.py", *sys.argv[1:]]) if sys.argv[1:] else "make bench-throughput"
+)
 
 
 def trainer_options(processes: int, envs: int, max_steps: int, **extra) -> dict:
@@ -79,39 +84,8 @@ def train_once(processes: int, envs: int, max_steps: int, **extra) -> dict:
             "whole": summary["steps_per_second"],
             "train_seconds": summary["wall_seconds"],
             "process_seconds": round(wall, 3),
+            "stop_reason": summary["stop_reason"],
         }
-
-
-def random_steps(num_envs: int, seconds: float) -> int:
-    """Steps of CartPole with random actions in `seconds`: one env in a plain loop, or the
-    numpy-vectorised CartPole (what a worker with several envs uses) for num_envs > 1."""
-    rng = np.random.default_rng(0)
-    steps, deadline = 0, time.monotonic() + seconds
-    if num_envs == 1:
-        env = gym.make(ENV, disable_env_checker=True)
-        env.reset(seed=0)
-        while time.monotonic() < deadline:
-            for action in rng.integers(0, 2, 1000):
-                _, _, terminated, truncated, _ = env.step(int(action))
-                if terminated or truncated:
-                    env.reset()
-            steps += 1000
-    else:
-        env = gym.make_vec(ENV, num_envs=num_envs, vectorization_mode="vector_entry_point")
-        env.reset(seed=0)
-        while time.monotonic() < deadline:
-            for _ in range(100):
-                env.step(rng.integers(0, 2, num_envs))
-            steps += 100 * num_envs
-    env.close()
-    return steps
-
-
-def env_ceiling(num_envs: int, seconds: float) -> float:
-    """Total random-action steps/s of one process per core."""
-    cores = os.cpu_count()
-    with multiprocessing.Pool(cores) as pool:
-        return sum(pool.starmap(random_steps, [(num_envs, seconds)] * cores)) / seconds
 
 
 def memory_of(process: psutil.Process) -> dict:
@@ -179,8 +153,28 @@ def plot(cells: list[dict], ceilings: dict):
     return figure
 
 
-def measure_cell(processes: int, envs: int, max_steps: int, repeats: int, **extra) -> dict:
-    runs = [train_once(processes, envs, max_steps, **extra) for _ in range(repeats)]
+def cell_contender(processes: int, envs: int, extra: dict) -> str:
+    """A cell's name in the results tables."""
+    if "t_max" in extra:
+        return f"a3c, classic A3C: {envs} env{'s' * (envs != 1)} x t-max {extra['t_max']}"
+    return f"a3c, {processes} process{'es' * (processes != 1)} x {envs} env{'s' * (envs != 1)}"
+
+
+def measure_cell(
+    processes: int, envs: int, max_steps: int, repeats: int, *, alone: float | None = None, **extra
+) -> dict:
+    """A cell's runs, each one's record written as it ends (seeded by its repeat) beside `alone`, the env alone's
+    rate (None: no records)."""
+    runs = []
+    settings = {"num_processes": processes, "envs_per_process": envs, **extra}
+    for repeat in range(repeats):
+        runs.append(run := train_once(processes, envs, max_steps, **extra))
+        if alone is not None:
+            fields = dict(suite="throughput", env=ENV, contender=cell_contender(processes, envs, extra), seed=repeat)
+            fields |= dict(command=COMMAND, budget={"env_steps": max_steps}, settings=settings)
+            write(
+                speed_record(steps_per_second=run["steady"], env_alone=alone, stop_reason=run["stop_reason"], **fields)
+            )
     cell = {
         "num_processes": processes,
         "envs_per_process": envs,
@@ -212,6 +206,12 @@ def main() -> None:
         processes, env_counts, repeats, seconds = [1, 8], [1, 32], 1, 2.0
     info = environment()
 
+    ceilings = {  # first: each run's record has the env alone beside it
+        "plain loop, 1 env/process": env_ceiling(1, seconds / 2),
+        f"vectorised, {max(env_counts)} envs/process": env_ceiling(max(env_counts), seconds / 2),
+    }
+    plain, vectorised = (None, None) if args.quick else ceilings.values()
+
     single_rates = {}  # envs -> steady steps/s of one process, to size the budgets
     for envs in env_counts:
         single_rates[envs] = train_once(1, envs, CALIBRATION_STEPS * envs)["steady"]
@@ -219,17 +219,11 @@ def main() -> None:
     for num in processes:
         for envs in env_counts:
             max_steps = int(seconds * single_rates[envs] * min(num, os.cpu_count()))
-            cells.append(measure_cell(num, envs, max_steps, repeats))
+            cells.append(measure_cell(num, envs, max_steps, repeats, alone=plain if envs == 1 else vectorised))
     widest = max(processes)
     classic_rate = train_once(1, 1, CALIBRATION_STEPS, t_max=CLASSIC_A3C["t_max"])["steady"]
-    classic = measure_cell(
-        widest, 1, int(seconds * classic_rate * min(widest, os.cpu_count())), repeats, t_max=CLASSIC_A3C["t_max"]
-    )
-    ceiling_seconds = seconds / 2
-    ceilings = {
-        "plain loop, 1 env/process": env_ceiling(1, ceiling_seconds),
-        f"vectorised, {max(env_counts)} envs/process": env_ceiling(max(env_counts), ceiling_seconds),
-    }
+    classic_steps = int(seconds * classic_rate * min(widest, os.cpu_count()))
+    classic = measure_cell(widest, 1, classic_steps, repeats, alone=plain, t_max=CLASSIC_A3C["t_max"])
     best = max((c for c in cells if c["num_processes"] == widest), key=lambda c: c["steady_median"])
     memory = memory_probe(widest, best["envs_per_process"], best["max_steps"])
 
