@@ -29,7 +29,7 @@ FLOAT_BYTES = 4
 OPTIMIZER_SLOTS = {"adam": 2, "rmsprop": 1}  # state tensors the size of the weights
 PROCESSES_PER_CORE = 4  # beyond this a run is warned about: the workers mostly wait their turn
 # on frames, beyond this: each worker's convolutions and frames crowd the others' out of the caches (Pong's
-# preset, 8 processes on 2 cores: 0.65x the env steps/s of 4; docs/results/measurements.md, "Atari throughput")
+# preset, 8 processes on 2 cores: 0.65x the env steps/s of 4; docs/results/history.md, "Atari throughput")
 FRAME_PROCESSES_PER_CORE = 2
 
 
@@ -196,7 +196,7 @@ def oversubscribed(config: Config, frames: bool, cores: int) -> list[str]:
         return [
             f"--num-processes {config.num_processes} on {cores} cores: on frames more than "
             f"{FRAME_PROCESSES_PER_CORE} workers a core go slower than {FRAME_PROCESSES_PER_CORE * cores} in all "
-            "(their convolutions crowd each other out of the caches: docs/results/measurements.md, Atari throughput)"
+            "(their convolutions crowd each other out of the caches: docs/results/history.md, Atari throughput)"
         ]
     if config.num_processes > PROCESSES_PER_CORE * cores:
         return [

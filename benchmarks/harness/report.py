@@ -42,7 +42,7 @@ figures), and each section names the command that measures its runs again. The r
 Machines: {machines}.
 
 How each default was chosen, with its measurements: [measured choices](../design/choices.md). Every
-measurement as it was made, dated: [measurements](measurements.md) and the [history](history.md).
+measurement as it was made, dated: the [history](history.md).
 """
 
 

@@ -88,7 +88,7 @@ def recorded(suite: Suite, contender: str, seed: int) -> dict:
 
 
 def eval_interval(env: str) -> float:
-    return SUITES[env].every or preset_for(env).get("eval_interval", 0.5)
+    return (SUITES[env].every if env in SUITES else 0.0) or preset_for(env).get("eval_interval", 0.5)
 
 
 def ours(env: str, seed: int, suite: Suite, contender: str = "a3c", **options) -> dict:
