@@ -73,6 +73,24 @@ def test_atari_games_with_a_target_add_it_to_the_atari_preset():
     assert "ALE/Pong-v5" in format_presets() and "--target-return 18.0" in format_presets()
 
 
+def test_every_gymnasium_mujoco_task_and_no_other_env_takes_the_mujoco_preset():
+    import gymnasium
+
+    from a3c.config.presets import MUJOCO, preset_for
+
+    registered = [
+        env_id
+        for env_id, spec in gymnasium.registry.items()
+        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("gymnasium.envs.mujoco")
+    ]
+    assert "HalfCheetah-v5" in registered and "Humanoid-v4" in registered
+    assert all(preset_for(env_id) is MUJOCO for env_id in registered)
+    others = ("Pendulum-v1", "LunarLanderContinuous-v3", "Hopper", "MyHopper-v5", "Hopper-vX", "MinAtar/Breakout-v1")
+    assert not any(preset_for(env_id) is MUJOCO for env_id in others)
+    assert Config.for_env("Hopper-v5").max_steps == 1_000_000
+    assert Config.for_env("Hopper-v5", gae_lambda=1.0).gae_lambda == 1.0  # the user's wins
+
+
 def test_a_config_saved_before_centred_frames_loads_without_them():
     saved = Config.for_env("ALE/Pong-v5").to_dict()
     assert saved.pop("center_frames") is True  # the Atari preset's

@@ -7,7 +7,7 @@ line wins. The measurements behind each entry: docs/design/choices.md, "The pres
 from __future__ import annotations
 
 from a3c.config.options import as_option
-from a3c.envs.families import atari_game, is_atari, is_minatar
+from a3c.envs.families import atari_game, is_atari, is_minatar, is_mujoco
 
 # Each flat-observation preset names --novelty-coef and --normalize-obs, as measured for it: the defaults' auto
 # (a novelty bonus and normalised observations, for rewards random play seldom finds) came after them
@@ -116,19 +116,27 @@ MINATAR = {
 }
 
 
+# Every gymnasium MuJoCo task: the field's budget of 1M env steps, no novelty bonus (the rewards are dense: on
+# Hopper the bonus cost a fifth of the return), GAE's lambda 0.95 (docs/design/choices.md, "MuJoCo's preset")
+MUJOCO = {"max_steps": 1_000_000, "gae_lambda": 0.95, "novelty_coef": 0.0, "normalize_obs": True, "eval_interval": 15.0}
+
+
 def preset_for(env_id: str) -> dict:
     if is_atari(env_id):
         target = ATARI_TARGETS.get(atari_game(env_id))
         return ATARI if target is None else {**ATARI, "target_return": target}
     if is_minatar(env_id):
         return MINATAR
+    if is_mujoco(env_id):
+        return MUJOCO
     return PRESETS.get(env_id.split(":")[-1], {})
 
 
 def format_presets() -> str:
     lines = []
     games = {f"ALE/{game}-v5": preset_for(f"ALE/{game}-v5") for game in ATARI_TARGETS}
-    for env_id, settings in {**PRESETS, "ALE/* (Atari)": ATARI, **games, "MinAtar/*": MINATAR}.items():
+    families = {"ALE/* (Atari)": ATARI, **games, "MinAtar/*": MINATAR, "MuJoCo tasks": MUJOCO}
+    for env_id, settings in {**PRESETS, **families}.items():
         values = " ".join(as_option(k, v) for k, v in settings.items()) or "(the defaults)"
         lines.append(f"{env_id:<14} {values}")
     return "\n".join(lines)
