@@ -48,3 +48,12 @@ def test_a_mujoco_task_trains_and_its_agent_is_filmed(tmp_path):
     )
     assert filmed.returncode == 0, filmed.stderr
     assert f"wrote {video}" in filmed.stdout and video.stat().st_size > 10_000
+
+
+def test_mujoco_warnings_are_python_warnings_not_a_log_file_in_the_working_directory(tmp_path, monkeypatch):
+    from a3c.envs.make import make_env
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"MuJoCo \(HalfCheetah-v5\): .*settotalmass"):
+        make_env("HalfCheetah-v5").close()  # gymnasium's model uses an attribute MuJoCo 3.17 warns of
+    assert list(tmp_path.iterdir()) == []

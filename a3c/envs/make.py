@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from typing import Optional
 
 import gymnasium as gym
 import numpy as np
 
 from a3c.envs.deep_sea import register_deep_sea
-from a3c.envs.families import ATARI_FRAME_STACK, is_atari, is_minatar
+from a3c.envs.families import ATARI_FRAME_STACK, is_atari, is_minatar, is_mujoco
 from a3c.envs.masks import ActionMaskInObservation, with_action_mask, with_action_mask_moved
 from a3c.envs.parts import FlatObservation, with_flat_observation
 from a3c.envs.spec import EnvSpec
@@ -27,6 +28,17 @@ def rendering(render_mode: Optional[str]) -> dict:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("MUJOCO_GL", "egl")
     return {"render_mode": render_mode}
+
+
+def warn_in_python(env_id: str) -> None:
+    """MuJoCo's warnings as Python warnings (shown once a process, silenced as any other), not lines appended to a
+    MUJOCO_LOG.TXT in the user's working directory, where MuJoCo writes them by default (gymnasium's HalfCheetah
+    model warns at every load)."""
+    try:
+        import mujoco
+    except ImportError:
+        return  # gym.make says what to install
+    mujoco.set_mju_user_warning(lambda text: warnings.warn(f"MuJoCo ({env_id}): {text}", RuntimeWarning, stacklevel=2))
 
 
 NOOP_MAX = 30  # random no-ops after a reset: different starts from a deterministic emulator
@@ -104,6 +116,8 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
             env = make_minatar(env_id, render_mode)
         else:
             register_deep_sea(env_id)  # a3c/DeepSeaN-v0: any N, made on demand
+            if is_mujoco(env_id):
+                warn_in_python(env_id)
             env = gym.make(env_id, disable_env_checker=True, **rendering(render_mode))
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
