@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -57,3 +58,15 @@ def test_mujoco_warnings_are_python_warnings_not_a_log_file_in_the_working_direc
     with pytest.warns(RuntimeWarning, match=r"MuJoCo \(HalfCheetah-v5\): .*settotalmass"):
         make_env("HalfCheetah-v5").close()  # gymnasium's model uses an attribute MuJoCo 3.17 warns of
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_the_preset_solves_inverted_pendulum_confirmed_on_new_episodes(tmp_path):
+    run_dir = tmp_path / "run"
+    options = ["--num-processes", "2", "--eval-interval", "2", "--confirm-episodes", "10", "--max-steps", "300000"]
+    trained = run_cli("--env", "InvertedPendulum-v5", *options, "--run-dir", str(run_dir), timeout=100)
+    assert trained.returncode == 0, trained.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["solved"] and summary["solved_env_steps"] < 300_000, summary
+    assert json.loads((run_dir / "config.json").read_text())["gae_lambda"] == 0.95  # the MuJoCo preset's
