@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-mujoco bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-mujoco bench-env-speed bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
 
 venv: $(VENV)/.installed
 
@@ -70,6 +70,11 @@ bench-zoo: bench-venv box2d-venv
 MUJOCO_TASKS := HalfCheetah-v5 Hopper-v5 Ant-v5 InvertedPendulum-v5 InvertedDoublePendulum-v5 Reacher-v5 Swimmer-v5
 bench-mujoco: bench-venv mujoco-venv
 	$(PY) benchmarks/learning/zoo.py $(MUJOCO_TASKS:%=--env %) --out mujoco $(MUJOCO_ARGS)
+
+# env steps a second of the MuJoCo preset beside each task alone on the same cores (minutes)
+ENV_SPEED_ARGS ?= --env HalfCheetah-v5 --env Hopper-v5 --env Ant-v5
+bench-env-speed: bench-venv mujoco-venv
+	$(PY) benchmarks/speed/env_speed.py $(ENV_SPEED_ARGS)
 
 # NoisyNet against no noise and entropy dithering where random play rarely finds the reward (hours on 2 cores);
 # EXPLORE_ARGS="--env a3c/DeepSea20-v0 --seeds 3" for a part
