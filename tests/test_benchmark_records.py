@@ -283,3 +283,12 @@ def test_a_trainer_contender_is_named_by_the_options_that_differ_from_the_preset
         "a3c, --no-center-frames, --core lstm, --lr 0.001",
         {"center_frames": False, "core": "lstm", "lr": 0.001},
     )
+
+
+def test_zoo_records_make_bench_mujocos_command_for_its_tasks_and_bench_zoos_for_the_rest():
+    from learning import zoo
+
+    tasks = [part for task in zoo.MUJOCO_SUITE[:-1] for part in ("--env", task.split("=", 1)[1])]
+    assert zoo.command_of([*tasks, "--out", "mujoco", "--seeds", "2"]) == 'make bench-mujoco MUJOCO_ARGS="--seeds 2"'
+    assert zoo.command_of(["--env", "HalfCheetah-v5"]) == 'make bench-zoo ZOO_ARGS="--env HalfCheetah-v5"'
+    assert zoo.command_of([*tasks[2:], "--out", "mujoco"]).startswith("make bench-zoo")  # a task short

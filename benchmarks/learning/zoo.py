@@ -76,7 +76,20 @@ for task, threshold in {
     "Swimmer-v5": 360.0,
 }.items():
     SUITES[task] = Suite(threshold, 5, 3600.0, "mujoco", 1_000_000, 30.0)
-COMMAND = make_command("bench-zoo", "ZOO_ARGS", sys.argv[1:])
+MUJOCO_SUITE = [f"--env={task}" for task, suite in SUITES.items() if suite.family == "mujoco"] + ["--out=mujoco"]
+
+
+def command_of(arguments: list[str]) -> str:
+    """The make command that runs these arguments again: make bench-mujoco's own (its tasks and results name
+    given by the Makefile), else make bench-zoo's."""
+    spelt = [f"{name}={value}" for name, value in zip(arguments[::2], arguments[1::2])]
+    if set(MUJOCO_SUITE) <= set(spelt):
+        rest = [part for pair in spelt if pair not in MUJOCO_SUITE for part in pair.split("=", 1)]
+        return make_command("bench-mujoco", "MUJOCO_ARGS", rest)
+    return make_command("bench-zoo", "ZOO_ARGS", arguments)
+
+
+COMMAND = command_of(sys.argv[1:])
 EVAL_EPISODES = 10  # both trainers' greedy evaluations
 
 
