@@ -248,6 +248,7 @@ def test_sb3s_runs_are_recorded_under_the_converted_records_names(written, monke
 
 
 def test_throughput_records_each_run_beside_the_env_alone_and_a_smoke_run_none(written, monkeypatch):
+    pytest.importorskip("psutil", reason="the throughput benchmark needs pip install -r requirements-bench.txt")
     from speed import throughput
 
     written(throughput)
