@@ -10,6 +10,8 @@ subtracted: a shifted reward would change what the task asks (a survival bonus t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -18,9 +20,14 @@ from a3c.nets.actor_critic import RunningNorm
 EPSILON = 1e-8
 
 
-def scaled_rewards(rewards: np.ndarray, return_variance: float) -> np.ndarray:
+def return_spread(stats: RunningNorm) -> float:
+    """The discounted return's standard deviation: what a reward is divided by."""
+    return math.sqrt(float(stats.var) + EPSILON)
+
+
+def scaled_rewards(rewards: np.ndarray, spread: float) -> np.ndarray:
     """Rewards divided by the return's standard deviation."""
-    return (rewards / np.sqrt(return_variance + EPSILON)).astype(rewards.dtype, copy=False)
+    return (rewards / spread).astype(rewards.dtype, copy=False)
 
 
 class ReturnScale:
@@ -35,7 +42,7 @@ class ReturnScale:
         """A step's rewards [K], scaled; `ended` [K]: the envs whose episode ended at this step."""
         self.returns = self.returns * self.gamma + rewards
         self.seen.append(self.returns.copy())
-        scaled = scaled_rewards(rewards, float(self.stats.var))
+        scaled = scaled_rewards(rewards, return_spread(self.stats))
         self.returns[ended | ~np.isfinite(self.returns)] = 0.0  # a NaN reward's env starts its return again
         return scaled
 

@@ -12,7 +12,6 @@ its spaces, the opset and the a3c version that wrote it.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.learn.distributions import MASKED_LOGIT
 from a3c.learn.learner import value_offset
-from a3c.learn.return_scale import EPSILON
+from a3c.learn.return_scale import return_spread
 from a3c.nets.actor_critic import ActorCritic, Network
 from a3c.nets.precision import use_float32
 
@@ -50,7 +49,7 @@ class ExportedPolicy(nn.Module):
         self.model, self.spec = model.eval(), spec
         # the value head learns scaled returns (divided by the return's spread with --normalize-returns), less the
         # running mean of the targets with centred values
-        spread = 1.0 if model.return_stats is None else math.sqrt(model.return_stats.var.item() + EPSILON)
+        spread = 1.0 if model.return_stats is None else return_spread(model.return_stats)
         self.value_offset, self.value_scale = value_offset(model.value_stats), spread / config.reward_scale
         if spec.continuous:
             low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))

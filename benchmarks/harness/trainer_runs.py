@@ -214,12 +214,18 @@ def random_steps(num_envs: int, seconds: float) -> int:
     return steps
 
 
+def on_every_core(count_steps, arguments: tuple, seconds: float, start_method: str | None = None) -> float:
+    """Env steps a second of `count_steps(*arguments, seconds)` run in one process per core at once, summed: an
+    env's ceiling on these cores."""
+    cores = os.cpu_count()
+    with multiprocessing.get_context(start_method).Pool(cores) as pool:
+        return sum(pool.starmap(count_steps, [(*arguments, seconds)] * cores)) / seconds
+
+
 def env_ceiling(num_envs: int, seconds: float) -> float:
     """CartPole's env alone on these cores, a speed record's env_alone: total random-action steps/s of one process
     per core."""
-    cores = os.cpu_count()
-    with multiprocessing.Pool(cores) as pool:
-        return sum(pool.starmap(random_steps, [(num_envs, seconds)] * cores)) / seconds
+    return on_every_core(random_steps, (num_envs,), seconds)
 
 
 def make_command(target: str, variable: str, arguments: list[str]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import statistics
 import sys
@@ -39,7 +38,7 @@ from harness.launch import (
     trainer_command,
 )
 from harness.records import write
-from harness.trainer_runs import make_command, speed_record
+from harness.trainer_runs import make_command, on_every_core, speed_record
 
 WARMUP_FRACTION = 0.2  # metrics.csv rows before this share of the budget: start-up, not the steady rate
 COMMAND = make_command("bench-env-speed", "ENV_SPEED_ARGS", sys.argv[1:])
@@ -63,9 +62,7 @@ def random_steps(env_id: str, seconds: float) -> int:
 
 def env_alone(env_id: str, seconds: float) -> float:
     """The env's ceiling on these cores: total random-action steps/s of one process per core."""
-    cores = os.cpu_count()
-    with multiprocessing.get_context("spawn").Pool(cores) as pool:
-        return sum(pool.starmap(random_steps, [(env_id, seconds)] * cores)) / seconds
+    return on_every_core(random_steps, (env_id,), seconds, "spawn")
 
 
 def trainer(env_id: str, max_steps: int) -> dict:
