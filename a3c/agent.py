@@ -39,7 +39,7 @@ class Agent:
         seed: Optional[int] = None,
     ):
         self.model, self.spec, self.config = model.eval(), spec, config
-        self.distribution = distribution(spec)
+        self.distribution = distribution(spec, (config or Config()).std_limit == "range")
         self.policy = make_policy(model, learner)
         self.rng = np.random.default_rng(seed)
         self.weights_changed()

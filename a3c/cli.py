@@ -91,6 +91,11 @@ TRAIN_OPTIONS = [
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option("--log-std-init", "a Box action's Gaussian: the log std each action dimension starts from", type=float),
     option(
+        "--std-limit",
+        "a Box action's Gaussian: range, its std at most half the action's range (where bounded); none: unlimited",
+        type=click.Choice(["range", "none"]),
+    ),
+    option(
         "--noise-draw",
         "NoisyNet's draw: one a rollout for all of a worker's envs, one a rollout for each env, or one for each "
         "env held until its episode ends",

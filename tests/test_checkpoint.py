@@ -146,9 +146,9 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "version, words",
     [
-        (999, "format 999; a3c .* reads formats 1 to 5; upgrade a3c"),
-        (0, "format 0; a3c .* reads formats 1 to 5$"),
-        ("2", "format 2; a3c .* reads formats 1 to 5$"),
+        (999, "format 999; a3c .* reads formats 1 to 6; upgrade a3c"),
+        (0, "format 0; a3c .* reads formats 1 to 6$"),
+        ("2", "format 2; a3c .* reads formats 1 to 6$"),
     ],
 )
 def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
@@ -158,7 +158,7 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
         load_checkpoint(path)
 
 
-def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_5(tmp_path):
+def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_6(tmp_path):
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     old = {
         "format": "a3c-checkpoint",
@@ -169,9 +169,9 @@ def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_f
     }
     torch.save(old, tmp_path / "v1.pt")
     loaded = load_checkpoint(tmp_path / "v1.pt")
-    assert loaded["version"] == 5 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
-    save_checkpoint(tmp_path / "v5.pt", {"config": Config().to_dict(), "model": model.state_dict()})
-    assert torch.load(tmp_path / "v5.pt", weights_only=True)["version"] == 5
+    assert loaded["version"] == 6 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
+    save_checkpoint(tmp_path / "v6.pt", {"config": Config().to_dict(), "model": model.state_dict()})
+    assert torch.load(tmp_path / "v6.pt", weights_only=True)["version"] == 6
 
 
 def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
@@ -184,7 +184,7 @@ def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
         tmp_path / "v2.pt",
     )
     loaded = load_checkpoint(tmp_path / "v2.pt")
-    assert loaded["version"] == 5 and loaded["config"]["center_values"] == "off"
+    assert loaded["version"] == 6 and loaded["config"]["center_values"] == "off"
     rebuilt, saved_config, _ = model_from_checkpoint(loaded)
     assert saved_config.center_values == "off" and rebuilt.value_stats is None
     assert build_model(Config(hidden_sizes=(8,)), env_spec("CartPole-v1")).value_stats is not None  # a new run's
@@ -219,6 +219,20 @@ def test_a_format_4_checkpoint_without_a_novelty_coefficient_had_no_bonus(tmp_pa
     rebuilt, saved_config, _ = model_from_checkpoint(load_checkpoint(tmp_path / "v4.pt"))
     assert saved_config.novelty_coef == 0.0 and rebuilt.novelty is None
     assert build_model(Config(hidden_sizes=(8,)), spec).novelty is not None
+
+
+def test_a_format_5_checkpoint_keeps_its_unlimited_std_and_a_new_run_limits_it(tmp_path):
+    """Before --std-limit a Box action's std was as wide as it learned: an older run's sampling stays so, where
+    a new run's std is at most half the action's range."""
+    spec = env_spec("Pendulum-v1")
+    old = build_model(Config(env="Pendulum-v1", hidden_sizes=(8,)), spec)
+    config = {k: v for k, v in Config(env="Pendulum-v1", hidden_sizes=(8,)).to_dict().items() if k != "std_limit"}
+    torch.save(
+        {"format": "a3c-checkpoint", "version": 5, "config": config, "model": old.state_dict(), "env_steps": 5},
+        tmp_path / "v5.pt",
+    )
+    assert load_agent(tmp_path / "v5.pt").distribution.log_std_max is None
+    assert Config().std_limit == "range"
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

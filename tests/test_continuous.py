@@ -64,6 +64,55 @@ def test_a_bounded_gaussian_keeps_its_mean_inside_the_bounds():
     assert np.abs(d_head[2]).min() > 0  # the mean learns through the squashing
 
 
+def limited_gaussian() -> Gaussian:
+    """Bounds [-2, 2] and [0, 1]: ceilings of log 2 and log 0.5 on the log std."""
+    return Gaussian(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32), limit_std=True)
+
+
+def test_a_limited_gaussian_samples_and_scores_with_the_std_under_half_the_range():
+    gaussian = limited_gaussian()
+    log_std = np.array([3.0, np.log(0.2)], dtype=np.float32)  # the first above its ceiling, the second under
+    head = np.zeros((20_000, 2), dtype=np.float32)
+    samples = gaussian.sample(head, log_std, np.random.default_rng(0))
+    assert np.allclose(samples.std(axis=0), [2.0, 0.2], atol=0.05)
+    actions = samples[:5]
+    log_probs, entropy = gaussian.log_prob_entropy(head[:5], log_std, actions)
+    reference = Normal(torch.tensor([0.0, 0.5]), torch.tensor([2.0, 0.2]))
+    assert_close(torch.from_numpy(log_probs), reference.log_prob(torch.from_numpy(actions)).sum(-1))
+    assert_close(torch.from_numpy(entropy), reference.entropy().sum().expand(5))
+
+
+def test_the_std_limit_stops_the_log_std_climbing_past_its_ceiling_but_lets_it_come_down():
+    gaussian, head = limited_gaussian(), np.zeros((4, 2), dtype=np.float32)
+    actions = np.tile(np.array([[0.0, 0.5]], np.float32), (4, 1))  # at the mean: the log-prob asks for less std
+    at_ceiling = np.log(np.array([2.0, 0.5], np.float32)) + 0.1
+    no_log_prob, entropy_bonus = np.zeros(4, np.float32), -np.ones(4, np.float32)  # d loss / d entropy < 0
+    _, d_log_std = gaussian.backward(head, at_ceiling, actions, no_log_prob, entropy_bonus)
+    assert np.array_equal(d_log_std, [0.0, 0.0])  # the bonus alone would raise it: held
+    _, d_log_std = gaussian.backward(head, at_ceiling, actions, -np.ones(4, np.float32), no_log_prob)
+    assert (d_log_std > 0).all()  # the log-prob of actions at the mean lowers it: passed on
+    under = at_ceiling - 1.0
+    _, limited = gaussian.backward(head, under, actions, no_log_prob, entropy_bonus)
+    _, free = Gaussian(np.array([-2.0, 0.0]), np.array([2.0, 1.0])).backward(
+        head, under, actions, no_log_prob, entropy_bonus
+    )
+    assert np.array_equal(limited, free) and (limited < 0).all()  # under the ceiling nothing changes
+
+
+def test_an_entropy_bonus_alone_drives_a_limited_std_to_the_range_and_no_further():
+    gaussian, head = limited_gaussian(), np.zeros((1, 2), dtype=np.float32)
+    log_std = torch.zeros(2, requires_grad=True)
+    optimizer = torch.optim.Adam([log_std], lr=0.05)
+    for _ in range(400):
+        actions = gaussian.sample(head, log_std.detach().numpy(), np.random.default_rng(0))
+        _, d_log_std = gaussian.backward(head, log_std.detach().numpy(), actions, np.zeros(1), -np.ones(1))
+        log_std.grad = torch.from_numpy(d_log_std)
+        optimizer.step()
+    assert np.allclose(np.exp(gaussian.effective_log_std(log_std.detach().numpy())), [2.0, 0.5])
+    # the parameter stays where it was or near its ceiling: Adam's momentum carries it some ten steps of lr past
+    assert (log_std.detach().numpy() < np.maximum(0.0, np.log([2.0, 0.5])) + 12 * 0.05).all()
+
+
 def test_an_unbounded_gaussian_uses_the_head_as_its_mean():
     head = np.array([[-50.0, 3.0]], dtype=np.float32)
     unbounded = Gaussian(np.array([-np.inf, 0.0]), np.array([np.inf, 1.0]))

@@ -39,6 +39,9 @@ class Config:
     # a Box action space's Gaussian: the log standard deviation every action dimension starts from (learned,
     # one per dimension, independent of the state); 0: a std of 1, as wide as a [-1, 1] bound
     log_std_init: float = 0.0
+    # range: the std at most half the action's range, where both bounds are finite (a3c/learn/distributions.py,
+    # Gaussian); none: as wide as it learns to be (runs before a3c 0.28)
+    std_limit: str = "range"
     # NoisyNet's draw: worker, one a rollout for all of a worker's envs; env, one a rollout for each env;
     # episode, one for each env, held until its episode ends (redrawn at the next rollout's start)
     noise_draw: str = "worker"
@@ -274,6 +277,7 @@ def network_rules(config: Config) -> list[Rule]:
         ),
         ("sigma_init", config.sigma_init >= 0, ">= 0"),
         ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
+        ("std_limit", config.std_limit in ("range", "none"), "one of range, none"),
         ("noise_kl_target", config.noise_kl_target >= 0, ">= 0 (0: the draws as sigma makes them)"),
         ("noise_kl_target", not (config.noise_kl_target and not config.noise), "0 with --no-noise: nothing to scale"),
         (

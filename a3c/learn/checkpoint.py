@@ -14,7 +14,7 @@ from a3c.config.settings import Config
 from a3c.errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 5  # the format this a3c writes
+VERSION = 6  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -44,7 +44,13 @@ def upgrade_from_4(payload: dict) -> dict:
     return {**payload, "config": {"novelty_coef": 0.0, **payload["config"]}, "version": 5}
 
 
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4}  # format N -> N + 1
+def upgrade_from_5(payload: dict) -> dict:
+    """Format 5 (a3c 0.24 to 0.27): a Box action's std was unlimited; from a3c 0.28 it is at most half the
+    action's range unless `std_limit` says none."""
+    return {**payload, "config": {"std_limit": "none", **payload["config"]}, "version": 6}
+
+
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4, 5: upgrade_from_5}  # format N -> N + 1
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

@@ -159,27 +159,40 @@ class Gaussian:
     """`low`, `high`: the Box bounds. Where both are finite the mean is center + half range *
     tanh(head): an unbounded mean drifts past a bound, where every sample is clipped to the
     same action and the policy stops learning (seen on Pendulum-v1: means of -14 for a
-    bound of -2, a pendulum spinning for ever)."""
+    bound of -2, a pendulum spinning for ever).
+
+    `limit_std` (and finite bounds): the std at most half the action's range. The learned log std is
+    read through min(log_std, log half range), and above that ceiling its gradient keeps only a push
+    down: an entropy bonus grew the std past the range on HalfCheetah, where nearly every sample is
+    clipped to a bound and nothing pulls the std back (docs/design/choices.md, "MuJoCo's preset")."""
 
     continuous = True
 
-    def __init__(self, low: np.ndarray | None = None, high: np.ndarray | None = None):
+    def __init__(self, low: np.ndarray | None = None, high: np.ndarray | None = None, limit_std: bool = False):
         self.bounded = low is not None and high is not None and np.isfinite(low).all() and np.isfinite(high).all()
+        self.log_std_max = None
         if self.bounded:
             self.center, self.half_range = (high + low) / 2, (high - low) / 2
+            if limit_std:
+                self.log_std_max = np.log(self.half_range)
+
+    def effective_log_std(self, log_std: np.ndarray) -> np.ndarray:
+        """The log std the samples are drawn with: the learned one, under the ceiling where there is one."""
+        return log_std if self.log_std_max is None else np.minimum(log_std, self.log_std_max).astype(log_std.dtype)
 
     def mean(self, head: np.ndarray) -> np.ndarray:
         return (self.center + self.half_range * np.tanh(head)).astype(head.dtype) if self.bounded else head
 
     def sample(self, head: np.ndarray, log_std: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         mean = self.mean(head)
-        return (mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
+        return (mean + np.exp(self.effective_log_std(log_std)) * rng.standard_normal(mean.shape)).astype(np.float32)
 
     def greedy(self, head: np.ndarray) -> np.ndarray:
         return self.mean(head).astype(np.float32)
 
     def log_prob_entropy(self, head: np.ndarray, log_std: np.ndarray, actions: np.ndarray):
         """Of the unclipped sample; summed over the action dimensions."""
+        log_std = self.effective_log_std(log_std)
         z = (actions - self.mean(head)) * np.exp(-log_std)
         log_probs = (-0.5 * z**2 - log_std - 0.5 * LOG_2PI).sum(-1)
         entropy = np.full(log_probs.shape, (0.5 + 0.5 * LOG_2PI + log_std).sum(), dtype=log_probs.dtype)
@@ -197,17 +210,27 @@ class Gaussian:
 
         d log p / d mean = z / std;  d log p / d log_std = z^2 - 1;  d entropy / d log_std = 1.
         """
-        inv_std = np.exp(-log_std)
+        inv_std = np.exp(-self.effective_log_std(log_std))
         z = (actions - self.mean(head)) * inv_std
         d_mean = d_log_probs[..., None] * z * inv_std
         d_head = d_mean * self.half_range * (1 - np.tanh(head) ** 2) if self.bounded else d_mean
         batch_axes = tuple(range(head.ndim - 1))
         d_log_std = (d_log_probs[..., None] * (z**2 - 1)).sum(axis=batch_axes) + d_entropies.sum()
+        if self.log_std_max is not None:
+            d_log_std = under_ceiling(log_std, self.log_std_max, d_log_std)
         return d_head.astype(head.dtype), d_log_std.astype(log_std.dtype)
 
 
-def distribution(spec) -> Categorical | MultiCategorical | Gaussian:
-    """For an EnvSpec: the policy head's distribution over its actions."""
+def under_ceiling(value: np.ndarray, ceiling: np.ndarray, d_value: np.ndarray) -> np.ndarray:
+    """The gradient of a loss for a parameter read as min(value, ceiling): where the value is at or above
+    the ceiling, only the part that lowers it in descent (a positive gradient) is kept, so the parameter
+    returns under the ceiling when the loss asks and never climbs past it."""
+    return np.where((value >= ceiling) & (d_value < 0), 0.0, d_value)
+
+
+def distribution(spec, limit_std: bool = False) -> Categorical | MultiCategorical | Gaussian:
+    """For an EnvSpec: the policy head's distribution over its actions; `limit_std`: a Box action's std at
+    most half its range (Gaussian)."""
     if spec.continuous:
-        return Gaussian(spec.action_low, spec.action_high)
+        return Gaussian(spec.action_low, spec.action_high, limit_std)
     return Categorical() if spec.action_parts is None else MultiCategorical(spec.action_parts)

@@ -110,7 +110,7 @@ class ActorLearner:
         self.model = build_model(config, spec)
         for name, norm in (shared_statistics or {}).items():
             setattr(self.model, name, norm)
-        self.distribution = distribution(spec)
+        self.distribution = distribution(spec, config.std_limit == "range")
         self.flat_params = flatten_parameters(self.model)
         self.flat_grad = attach_flat_gradient(self.model)
         self.policy = make_policy(self.model, config.learner)

@@ -15,7 +15,7 @@ import torch
 
 from a3c.config.settings import Config
 
-MODEL, WORKER, EVALUATOR, CONFIRMATION = range(4)  # the first element of a spawn key: whose seeds
+MODEL, WORKER, EVALUATOR, CONFIRMATION, FINAL = range(5)  # the first element of a spawn key: whose seeds
 
 
 class WorkerSeeds(NamedTuple):
@@ -53,6 +53,11 @@ def seed_worker_torch(seeds: WorkerSeeds) -> None:
 def evaluation_seed(config: Config, round_: int) -> int:
     """The reset seed of evaluation round `round_`: new starts every round (gymnasium derives each env's)."""
     return derive(config, EVALUATOR, round_)[0]
+
+
+def final_evaluation_seed(config: Config) -> int:
+    """The reset seed of the evaluation of the weights a run's budget ended with."""
+    return derive(config, FINAL)[0]
 
 
 def confirmation_seed(config: Config, round_: int) -> int:

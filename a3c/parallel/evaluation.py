@@ -178,17 +178,18 @@ class Evaluator:
         flat_weights: torch.Tensor,
         start_time: float,
         send: Callable[[Evaluation], None] = lambda message: None,
+        seed: int | None = None,
     ) -> Round:
         """Evaluate `flat_weights` (the flat tensor `model`'s parameters are views of), taken at `env_steps`;
         confirm, keep best.pt, then stop the run if solved, or else film if --video-interval is due.
+        `seed`: the episodes' reset seed (by default the round's own).
 
         Each Evaluation message goes to `send` as soon as it is decided, so that the trainer hears of an
         evaluation while its confirmation plays; its wall_seconds count from `start_time` (time.monotonic()).
         """
         self.read_weights(flat_weights)
-        returns = play_greedy_episodes(
-            self.agent, self.envs, evaluation_seed(self.config, self.rounds), self.stop, self.on_step
-        )
+        seed = evaluation_seed(self.config, self.rounds) if seed is None else seed
+        returns = play_greedy_episodes(self.agent, self.envs, seed, self.stop, self.on_step)
         self.rounds += 1
         if len(returns) < self.envs.num_envs:
             return Round([], complete=False)

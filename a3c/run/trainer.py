@@ -34,6 +34,7 @@ from a3c.parallel.processes import STOP_SIGNALS, Heartbeats, Shared, StopFlag, s
 from a3c.run.callbacks import Callbacks
 from a3c.run.capacity import check_machine
 from a3c.run.console import Console
+from a3c.run.final_evaluation import BUDGET_SPENT, evaluate_final_weights
 from a3c.run.lock import RunLock
 from a3c.run.metrics import MetricsSettings, MetricsWriter, drop_rows_after
 from a3c.run.phases import Phases, format_phases
@@ -420,12 +421,24 @@ def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
 def close_run(parts: RunParts, stop_reason: str) -> TrainResult:
     """After the processes have stopped: the last checkpoint, the metrics files closed, summary.json, the last
     lines, on_end. A failed write skips the writes after it (but the closing) and makes the reason write_failed."""
-    writer, disk, run_dir = parts.writer, parts.disk, parts.setup.run_dir
-    if writer.solved_at is not None:
-        stop_reason = "solved"
+    writer, disk, run_dir, config = parts.writer, parts.disk, parts.setup.run_dir, parts.setup.config
     env_steps = parts.shared.env_steps.total()
     if parts.backend.sync_state():  # else last.pt keeps the last state that could be vouched for
         parts.save_checkpoint(env_steps)
+        if stop_reason in BUDGET_SPENT and writer.solved_at is None and config.eval_episodes > 0 and not disk.failed:
+            evaluate_final_weights(
+                config,
+                parts.setup.model,
+                parts.setup.optimizer.params[0],
+                run_dir,
+                env_steps,
+                writer.start_time,
+                writer.best_eval,
+                parts.console,
+                parts.handle,
+            )
+    if writer.solved_at is not None:
+        stop_reason = "solved"
     disk.write(writer.close, always=True)
     if disk.failed:
         stop_reason = "write_failed"

@@ -55,6 +55,7 @@ class ExportedPolicy(nn.Module):
             low, high = (torch.as_tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
             self.register_buffer("center", (high + low) / 2)
             self.register_buffer("half_range", (high - low) / 2)
+            self.limit_std = config.std_limit == "range" and bool(torch.isfinite(self.half_range).all())
         self.register_buffer("action_start", torch.as_tensor(spec.action_start, dtype=torch.int64))
         self.action_dtype = torch.from_numpy(np.zeros(0, dtype=spec.action_dtype)).dtype
 
@@ -69,6 +70,8 @@ class ExportedPolicy(nn.Module):
         if self.spec.continuous:
             mean = self.center + self.half_range * torch.tanh(head)
             log_std = model.log_std.expand_as(mean)
+            if self.limit_std:  # as the trainer's Gaussian reads it
+                log_std = torch.minimum(log_std, torch.log(self.half_range))
             return (mean, value, mean, log_std, *next_state)
         parts = self.spec.action_parts
         if parts is None:
