@@ -150,6 +150,21 @@ def progress_bar(fraction: float, width: int = 20) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + "]"
 
 
+def time_left(used: float, elapsed: float) -> float:
+    """Seconds until the budget is spent, at the pace so far: exact for --max-minutes, the mean rate's
+    estimate for --max-steps (the budget's share is whichever is further along)."""
+    return math.inf if used <= 0 else max(0.0, elapsed * (1 - used) / used)
+
+
+def format_duration(seconds: float) -> str:
+    """`2h05m`, `7m20s`, `45s`; `-` for an unknown time."""
+    if not math.isfinite(seconds):
+        return "-"
+    whole = int(round(seconds))
+    hours, minutes, rest = whole // 3600, whole % 3600 // 60, whole % 60
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
+
+
 @dataclass(frozen=True)
 class MetricsSettings:
     """Where the writer writes and how often: fixed for the whole run, so one value carries them all."""
@@ -352,9 +367,11 @@ class MetricsWriter:
         last_eval = f"{self.last_eval:.1f}" if self.last_eval is not None else "-"
         used = self.settings.budget_used(self.env_steps, self.elapsed(now))
         bar = progress_bar(used) + " " if self.console.live else ""
+        left = format_duration(time_left(used, self.elapsed(now)))
         self.console.progress(
             f"{bar}[{self.elapsed(now):7.1f}s] steps {self.env_steps:,} | {rate:,.0f} steps/s | "
-            f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval}"
+            f"return {recent} (last {len(self.recent_returns)} episodes) | eval {last_eval} | "
+            f"{min(used, 1.0):.0%} of the budget, {left} left"
         )
         self._last_print = (self.env_steps, now)
 
