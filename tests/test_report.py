@@ -92,7 +92,7 @@ def test_the_page_has_a_section_a_suite_with_its_command_and_names_those_not_mea
     assert "![Classic control: greedy return against env steps and minutes](plots/report-classic-control.png)" in made
     assert (tmp_path / "report-classic-control.png").stat().st_size > 0
     assert "```bash\nmake bench-solve\n```" in made
-    assert "Not measured yet: Box2D, MuJoCo, MinAtar, Exploration (sparse rewards)," in made
+    assert "Not measured yet: Box2D, MuJoCo, MinAtar, Atari-5, Exploration (sparse rewards)," in made
     assert "2 cores, Test CPU (avx2)" in made
     assert report.page([replace(RUN, curve=curve)], plots=False) == report.page([replace(RUN, curve=curve)])
 

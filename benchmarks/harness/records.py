@@ -25,6 +25,7 @@ SUITES = {
     "mujoco": "MuJoCo",
     "minatar": "MinAtar",
     "atari": "Atari",
+    "atari-5": "Atari-5",
     "exploration": "Exploration (sparse rewards)",
     "throughput": "Throughput",
     "clusters": "Clusters",

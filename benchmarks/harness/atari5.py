@@ -1,0 +1,83 @@
+"""Atari-5: five games whose scores predict an agent's median human-normalised score over all 57 Atari games
+(Aitchison, Sweetser and Hutter, "Atari-5: Distilling the Arcade Learning Environment down to Five Games";
+the weights are its authors' fitted log-linear model, within about 10% of the 57-game median).
+
+    HNS = 100 (score - random) / (human - random)
+    estimate = 10 ^ (sum over the five of weight * log10(1 + max(HNS, 0))) - 1
+
+Pure functions, and the lines of the results page's Atari-5 table (report.py)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import NamedTuple
+
+from harness.records import Record
+from harness.tables import digits_for, rows, spread
+
+
+class Game(NamedTuple):
+    weight: float  # in the estimate's log-linear model
+    random: float  # the score of uniformly random play
+    human: float  # the human reference score
+
+
+GAMES = {
+    "BattleZone": Game(0.3820, 2_360.0, 37_187.5),
+    "DoubleDunk": Game(0.0679, -18.55, -16.4),
+    "NameThisGame": Game(0.3108, 2_292.35, 8_049.0),
+    "Phoenix": Game(0.1241, 761.4, 7_242.6),
+    "Qbert": Game(0.0805, 163.88, 13_455.0),
+}
+# The games the paper keeps apart for tuning: a preset tuned on them is judged fairly on the five
+VALIDATION = ("Assault", "MsPacman", "YarsRevenge")
+
+
+def env_id(game: str) -> str:
+    return f"ALE/{game}-v5"
+
+
+def game_of(env: str) -> str:
+    return env.removeprefix("ALE/").removesuffix("-v5")
+
+
+def human_normalized(game: str, score: float) -> float:
+    """The score's percentage of the way from random play to the human reference."""
+    reference = GAMES[game]
+    return 100.0 * (score - reference.random) / (reference.human - reference.random)
+
+
+def estimate(scores: dict[str, float]) -> float:
+    """The predicted median HNS over the 57 games, from a score for each of the five (negative HNS count as 0)."""
+    missing = sorted(set(GAMES) - set(scores))
+    if missing:
+        raise ValueError(f"the Atari-5 estimate needs every game's score; missing: {', '.join(missing)}")
+    exponent = sum(GAMES[game].weight * math.log10(1 + max(human_normalized(game, scores[game]), 0.0)) for game in GAMES)
+    return 10**exponent - 1
+
+
+def summary_table(records: list[Record]) -> list[str]:
+    """Per contender (its newest version): each game's median final score over seeds, its HNS and the runs, then
+    the estimate from those medians where every game has runs."""
+    medians: dict[str, dict[str, tuple[float, int]]] = {}
+    for row in rows(records):
+        scores = [run.final["return"] for run in row.runs if run.final.get("return") is not None]
+        if scores and game_of(row.env) in GAMES:
+            medians.setdefault(row.contender, {}).setdefault(game_of(row.env), (statistics.median(scores), len(scores)))
+    lines = [
+        "| contender | " + " | ".join(f"{game}: score, HNS (runs)" for game in GAMES) + " | Atari-5 estimate |",
+        "| --- | " + " | ".join("---" for _ in GAMES) + " | --- |",
+    ]
+    for contender, by_game in sorted(medians.items(), key=lambda item: (item[0] != "a3c", item[0])):
+        cells = [
+            f"{spread([by_game[game][0]], digits_for([by_game[game][0]]))}, "
+            f"{human_normalized(game, by_game[game][0]):.1f}% ({by_game[game][1]})"
+            if game in by_game
+            else "-"
+            for game in GAMES
+        ]
+        complete = len(by_game) == len(GAMES)
+        whole = f"{estimate({game: score for game, (score, _) in by_game.items()}):.1f}%" if complete else "-"
+        lines.append(f"| {contender} | " + " | ".join(cells) + f" | {whole} |")
+    return lines
