@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-mujoco bench-env-speed bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
+.PHONY: lint venv atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv docs docs-serve train test bench-venv bench-throughput bench-learners bench-solve bench-zoo bench-mujoco bench-env-speed bench-explore bench-ray bench-cluster bench-cluster-faults bench-stops bench-minatar bench-atari bench-atari-learn bench-atari-suite bench-soak bench-holdout bench-startup bench-tune tune-venv track-venv export-venv bench-track report clean
 
 venv: $(VENV)/.installed
 
@@ -110,6 +110,11 @@ bench-atari: bench-venv atari-venv
 # 5 seeds of Breakout, 10 minutes each; ATARI_LEARN_ARGS="--game Pong --seeds 1 --minutes 60" for Pong
 bench-atari-learn: bench-venv atari-venv
 	$(PY) benchmarks/learning/atari_learn.py $(ATARI_LEARN_ARGS)
+
+# Atari-5 (BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert): 2 seeds of an hour a game for a3c and SB3 PPO,
+# 20 hours on 2 cores; ATARI_SUITE_ARGS="--game Qbert --seeds 1 --first-seed 2" adds a part in another sitting
+bench-atari-suite: bench-venv atari-venv
+	$(PY) benchmarks/learning/atari_suite.py $(ATARI_SUITE_ARGS)
 
 # best.pt of each preset's runs replayed on 100 new episodes; HOLDOUT_ARGS="--env CartPole-v1 --seeds 3" for a part
 bench-holdout: bench-venv box2d-venv

@@ -55,7 +55,8 @@ def record(game: str, contender: str, seed: int, score: float) -> Record:
 def test_the_table_takes_each_games_median_over_the_seeds_of_all_sittings_and_estimates_from_them():
     runs = [record(game, "a3c", seed, score + 1_000 * seed) for game, score in A3C_PAPER.items() for seed in (0, 2)]
     runs.append(record("Qbert", "a3c", 7, 21_308 + 500))  # a later sitting: the median of 21,308, 21,808, 23,308
-    runs += [record(game, "SB3 PPO (RL Zoo settings)", 0, score) for game, score in A3C_PAPER.items() if game != "Qbert"]
+    sb3 = "SB3 PPO (RL Zoo settings)"
+    runs += [record(game, sb3, 0, score) for game, score in A3C_PAPER.items() if game != "Qbert"]
     header, rule, ours, theirs = summary_table(runs)
     assert "21,808, 162.8% (3)" in ours
     medians = {**{game: score + 1_000 for game, score in A3C_PAPER.items()}, "Qbert": 21_808}

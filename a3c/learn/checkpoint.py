@@ -50,7 +50,8 @@ def upgrade_from_5(payload: dict) -> dict:
     return {**payload, "config": {"std_limit": "none", **payload["config"]}, "version": 6}
 
 
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4, 5: upgrade_from_5}  # format N -> N + 1
+# format N -> N + 1
+UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4, 5: upgrade_from_5}
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

@@ -53,8 +53,8 @@ def estimate(scores: dict[str, float]) -> float:
     missing = sorted(set(GAMES) - set(scores))
     if missing:
         raise ValueError(f"the Atari-5 estimate needs every game's score; missing: {', '.join(missing)}")
-    exponent = sum(GAMES[game].weight * math.log10(1 + max(human_normalized(game, scores[game]), 0.0)) for game in GAMES)
-    return 10**exponent - 1
+    normalized = {game: max(human_normalized(game, scores[game]), 0.0) for game in GAMES}
+    return 10 ** sum(GAMES[game].weight * math.log10(1 + normalized[game]) for game in GAMES) - 1
 
 
 def summary_table(records: list[Record]) -> list[str]:
