@@ -48,8 +48,8 @@ measurement as it was made, dated: the [history](history.md).
 
 ATARI5_OPENING = """Each game's score is its runs' median final greedy score; HNS = 100 (score - random) /
 (human - random), and the Atari-5 estimate of the median HNS over all 57 games = 10^(sum of w log10(1 +
-max(HNS, 0))) - 1 with the weights BattleZone 0.3820, DoubleDunk 0.0679, NameThisGame 0.3108, Phoenix 0.1241 and Qbert 0.0805
-(`benchmarks/harness/atari5.py`, where the reference scores are)."""
+max(HNS, 0))) - 1 with the weights BattleZone 0.3820, DoubleDunk 0.0679, NameThisGame 0.3108, Phoenix
+0.1241 and Qbert 0.0805 (`benchmarks/harness/atari5.py`, where the reference scores are)."""
 
 
 def machines(records: list[Record]) -> str:
