@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from harness.atari5 import GAMES, env_id, estimate, human_normalized, summary_table  # noqa: E402
+from harness.atari5 import GAMES, env_id, estimate, human_normalized, published_table, summary_table  # noqa: E402
 from harness.records import Record  # noqa: E402
 
 # the A3C paper's LSTM agent (4 days on 16 cores), DoubleDunk at random play's score: its HNS worked by hand
@@ -69,3 +69,9 @@ def test_the_results_page_gives_the_atari5_suite_its_estimate_table():
 
     made = page([record(game, "a3c", 0, score) for game, score in A3C_PAPER.items()], plots=False)
     assert "## Atari-5" in made and f"| {A3C_PAPER_ESTIMATE:.1f}% |" in made
+
+
+def test_the_published_scores_are_shown_beside_with_an_estimate_only_where_all_five_are_given():
+    published = published_table()[2:]
+    assert len(published) == 3 and published[0].startswith("| CleanRL PPO")
+    assert published[0].endswith("| 73.8% |") and published[1].endswith("| - |")  # the A3C paper lacks DoubleDunk

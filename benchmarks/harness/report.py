@@ -14,7 +14,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the benchmarks folder is where `harness` is found
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.atari5 import summary_table  # noqa: E402
+from harness.atari5 import published_table, summary_table  # noqa: E402
 from harness.records import RUNS, SUITES, Record, read_all  # noqa: E402
 from harness.tables import cell, rows, table  # noqa: E402
 
@@ -99,7 +99,7 @@ def plot(suite: str, records: list[Record]) -> str | None:
 def section(suite: str, records: list[Record], plots: bool) -> list[str]:
     lines = [f"## {SUITES[suite]}", "", *table(records), ""]
     if suite == "atari-5":
-        lines += [ATARI5_OPENING, "", *summary_table(records), ""]
+        lines += [ATARI5_OPENING, "", *summary_table(records), "", *published_table(), ""]
     name = plot(suite, records) if plots else f"report-{suite}.png"
     if name is not None and any(record.curve for record in records):
         lines += [f"![{SUITES[suite]}: greedy return against env steps and minutes](plots/{name})", ""]
