@@ -91,6 +91,11 @@ TRAIN_OPTIONS = [
     option("--sigma-init", "NoisyNet sigma_0", type=float),
     option("--log-std-init", "a Box action's Gaussian: the log std each action dimension starts from", type=float),
     option(
+        "--policy-init-scale",
+        "the stock policy head's initial weights times this, its biases zero (0.01: the same policy in every state)",
+        type=float,
+    ),
+    option(
         "--std-limit",
         "a Box action's Gaussian: range, its std at most half the action's range (where bounded); none: unlimited",
         type=click.Choice(["range", "none"]),

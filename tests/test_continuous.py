@@ -135,6 +135,21 @@ def test_the_gaussian_starts_from_log_std_init_in_the_stock_network_and_a_users(
     assert torch.equal(build_model(Config(env="Pendulum-v1", model=model), spec).log_std.detach(), torch.zeros(1))
 
 
+@pytest.mark.parametrize("noise", [True, False])
+def test_a_small_policy_init_scale_starts_the_mean_at_the_centre_in_every_state(noise):
+    spec = env_spec("Pendulum-v1")
+    observations = torch.randn(64, *spec.obs_shape) * 3
+
+    def head_spread(**options) -> float:
+        torch.manual_seed(0)
+        network = build_model(Config(env="Pendulum-v1", noise=noise, **options), spec).eval()
+        head, _, _ = network(observations, network.initial_state(64))
+        return float(head.abs().max())
+
+    assert head_spread() > 0.05  # the default init: a mean that differs from state to state
+    assert head_spread(policy_init_scale=0.01) < 0.01 * head_spread() + 1e-6  # the weights x 0.01, no bias
+
+
 def test_a_pendulum_rollout_gives_a_finite_gradient_for_every_parameter():
     torch.manual_seed(0)
     config = Config(env="Pendulum-v1", envs_per_process=3, t_max=8, max_grad_norm=1e9)

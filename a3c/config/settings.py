@@ -42,6 +42,9 @@ class Config:
     # range: the std at most half the action's range, where both bounds are finite (a3c/learn/distributions.py,
     # Gaussian); none: as wide as it learns to be (runs before a3c 0.28)
     std_limit: str = "range"
+    # the stock policy head's initial weights times this, its biases zero: 0.01 starts a policy the same in
+    # every state, as the field's PPO references start theirs
+    policy_init_scale: float = 1.0
     # NoisyNet's draw: worker, one a rollout for all of a worker's envs; env, one a rollout for each env;
     # episode, one for each env, held until its episode ends (redrawn at the next rollout's start)
     noise_draw: str = "worker"
@@ -278,6 +281,7 @@ def network_rules(config: Config) -> list[Rule]:
         ("sigma_init", config.sigma_init >= 0, ">= 0"),
         ("noise_draw", config.noise_draw in ("worker", "env", "episode"), "one of worker, env, episode"),
         ("std_limit", config.std_limit in ("range", "none"), "one of range, none"),
+        ("policy_init_scale", config.policy_init_scale > 0, "> 0"),
         ("noise_kl_target", config.noise_kl_target >= 0, ">= 0 (0: the draws as sigma makes them)"),
         ("noise_kl_target", not (config.noise_kl_target and not config.noise), "0 with --no-noise: nothing to scale"),
         (

@@ -3,10 +3,13 @@ structured variant for Dict and Tuple observations, or the user's own module (--
 
 from __future__ import annotations
 
+import torch
+from torch import nn
+
 from a3c.config.settings import Config, centers_values, for_spaces
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
-from a3c.nets.actor_critic import ActorCritic, Network, RunningNorm, StockOptions
+from a3c.nets.actor_critic import ActorCritic, Network, NoisyLinear, RunningNorm, StockOptions
 from a3c.nets.novelty import NoveltyNets
 from a3c.nets.precision import resolved_precision
 from a3c.nets.structured import PartsNorm, StructuredActorCritic
@@ -64,4 +67,15 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         model.return_stats = RunningNorm(())
     if model.log_std is not None:
         model.log_std.data.fill_(config.log_std_init)
+    if config.policy_init_scale != 1.0 and not config.model:
+        scale_policy_head(model.policy, config.policy_init_scale)
     return model
+
+
+@torch.no_grad()
+def scale_policy_head(head: nn.Module, scale: float) -> None:
+    """The stock policy head's initial weights times `scale` and its biases zero: with a small scale the
+    policy starts the same in every state (its mean at the action's centre, or uniform logits)."""
+    weight, bias = (head.weight_mu, head.bias_mu) if isinstance(head, NoisyLinear) else (head.weight, head.bias)
+    weight.mul_(scale)
+    bias.zero_()
