@@ -419,14 +419,16 @@ def reason_to_stop(parts: RunParts, interrupts: Interrupts) -> Optional[str]:
 
 
 def close_run(parts: RunParts, stop_reason: str) -> TrainResult:
-    """After the processes have stopped: the last checkpoint, the metrics files closed, summary.json, the last
-    lines, on_end. A failed write skips the writes after it (but the closing) and makes the reason write_failed."""
+    """After the processes have stopped: the last checkpoint, the final weights' evaluation where the budget was
+    spent unsolved, the metrics files closed, summary.json, the last lines, on_end. A failed write skips the
+    writes after it (but the closing) and makes the reason write_failed."""
     writer, disk, run_dir, config = parts.writer, parts.disk, parts.setup.run_dir, parts.setup.config
     env_steps = parts.shared.env_steps.total()
     if parts.backend.sync_state():  # else last.pt keeps the last state that could be vouched for
         parts.save_checkpoint(env_steps)
-        if stop_reason in BUDGET_SPENT and writer.solved_at is None and config.eval_episodes > 0 and not disk.failed:
-            evaluate_final_weights(
+        if stop_reason in BUDGET_SPENT and writer.solved_at is None and config.eval_episodes > 0:
+            disk.write(  # best.pt may be written: a full disk is a line, as any write of the run's
+                evaluate_final_weights,
                 config,
                 parts.setup.model,
                 parts.setup.optimizer.params[0],
