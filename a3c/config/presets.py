@@ -117,9 +117,9 @@ MINATAR = {
 
 
 # Every gymnasium MuJoCo task, at the field's budget of 1M env steps: no novelty bonus (dense rewards: on Hopper it
-# cost a fifth of the return) and GAE 0.95; no entropy bonus (it grew HalfCheetah's log std to +0.7, a std twice the
-# action's range, and two seeds in five fell below 100); returns normalised, 128 units and lr 2e-3, ahead on 2-3
-# seeds each, a lead the preset's own 5 seeds did not hold (docs/design/choices.md, "MuJoCo's preset")
+# cost a fifth of the return) and GAE 0.95; no entropy bonus (with the std limited to the action's range it still
+# lost a third of HalfCheetah's return and most of Hopper's); returns normalised, 128 units and lr 2e-3
+# (docs/design/choices.md, "MuJoCo's preset")
 MUJOCO = {
     "max_steps": 1_000_000,
     "gae_lambda": 0.95,
