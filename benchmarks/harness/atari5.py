@@ -47,8 +47,6 @@ PUBLISHED = {
     },
     "RL Zoo PPO: 10M agent steps, no sticky actions (Qbert only)": {"Qbert": 15_627.0},
 }
-# The games the paper keeps apart for tuning: a preset tuned on them is judged fairly on the five
-VALIDATION = ("Assault", "MsPacman", "YarsRevenge")
 
 
 def env_id(game: str) -> str:
@@ -72,6 +70,16 @@ def estimate(scores: dict[str, float]) -> float:
         raise ValueError(f"the Atari-5 estimate needs every game's score; missing: {', '.join(missing)}")
     normalized = {game: max(human_normalized(game, scores[game]), 0.0) for game in GAMES}
     return 10 ** sum(GAMES[game].weight * math.log10(1 + normalized[game]) for game in GAMES) - 1
+
+
+def opening() -> str:
+    """What the results page says before the tables: how a score becomes an HNS and the estimate, with the weights."""
+    weights = ", ".join(f"{game} {reference.weight:.4f}" for game, reference in GAMES.items())
+    return (
+        "Each game's score is its runs' median final greedy score; HNS = 100 (score - random) / (human - random), "
+        "and the Atari-5 estimate of the median HNS over all 57 games = 10^(sum of w log10(1 + max(HNS, 0))) - 1 "
+        f"with the weights {weights} (`benchmarks/harness/atari5.py`, where the reference scores are)."
+    )
 
 
 def score_rows(scores_by_name: dict[str, dict[str, tuple[float, int | None]]]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the benchmarks folder is where `harness` is found
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.atari5 import published_table, summary_table  # noqa: E402
+from harness.atari5 import opening, published_table, summary_table  # noqa: E402
 from harness.records import RUNS, SUITES, Record, read_all  # noqa: E402
 from harness.tables import cell, rows, table  # noqa: E402
 
@@ -45,11 +45,6 @@ Machines: {machines}.
 How each default was chosen, with its measurements: [measured choices](../design/choices.md). Every
 measurement as it was made, dated: the [history](history.md).
 """
-
-ATARI5_OPENING = """Each game's score is its runs' median final greedy score; HNS = 100 (score - random) /
-(human - random), and the Atari-5 estimate of the median HNS over all 57 games = 10^(sum of w log10(1 +
-max(HNS, 0))) - 1 with the weights BattleZone 0.3820, DoubleDunk 0.0679, NameThisGame 0.3108, Phoenix
-0.1241 and Qbert 0.0805 (`benchmarks/harness/atari5.py`, where the reference scores are)."""
 
 
 def machines(records: list[Record]) -> str:
@@ -99,7 +94,7 @@ def plot(suite: str, records: list[Record]) -> str | None:
 def section(suite: str, records: list[Record], plots: bool) -> list[str]:
     lines = [f"## {SUITES[suite]}", "", *table(records), ""]
     if suite == "atari-5":
-        lines += [ATARI5_OPENING, "", *summary_table(records), "", *published_table(), ""]
+        lines += [opening(), "", *summary_table(records), "", *published_table(), ""]
     name = plot(suite, records) if plots else f"report-{suite}.png"
     if name is not None and any(record.curve for record in records):
         lines += [f"![{SUITES[suite]}: greedy return against env steps and minutes](plots/{name})", ""]

@@ -43,7 +43,7 @@ from harness.launch import PYTHON, REPO, environment, print_table, run_timed, sa
 from harness.records import Record, write
 from harness.spreads import median_range
 from harness.trainer_runs import budget, learning_record, make_command, sb3_record, variant
-from learning.atari_runs import at_steps, measured, results_made, runs_made, sb3_result
+from learning.atari_runs import SB3_CONTENDER, ZOO_STEPS, at_steps, measured, results_made, runs_made, sb3_result
 
 RANDOM_PLAY = {"Breakout": "about 0.27 a life", "Pong": "about -20.7 a game"}
 PROCESSES = 4  # two a core here: more env steps a second than one a core or four (docs/results)
@@ -51,8 +51,6 @@ MARKS = (100_000, 400_000)  # env steps at which every seed's return is compared
 GREEDY_MINUTES = (15, 30, 45, 60)  # where every seed's greedy return is compared
 SB3_SETTING = "sb3-ppo-zoo"
 SB3_TITLE = "SB3 PPO, the RL Zoo's Atari settings"
-SB3_CONTENDER = "SB3 PPO (RL Zoo settings)"
-ZOO_STEPS = 10_000_000  # sb3_atari.py's total_timesteps, the horizon of the Zoo's schedules
 COMMAND = make_command("bench-atari-learn", "ATARI_LEARN_ARGS", sys.argv[1:])
 ROW_MINUTES_SLACK = 1.5  # the last row of metrics.csv comes up to a row's time (about a minute) before the end
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from a3c.config.options import as_option
 
 ROW_STEPS = 100_000  # the Atari preset's log interval
+SB3_CONTENDER = "SB3 PPO (RL Zoo settings)"  # sb3_atari.py's runs, as the records name them
+ZOO_STEPS = 10_000_000  # sb3_atari.py's total_timesteps, the horizon of the Zoo's schedules
 # what --from-runs names a setting by, with the value of a key older configs lack
 SHAPE = {"core": None, "envs_per_process": None, "t_max": None, "lr": None, "center_frames": False}
 

@@ -30,13 +30,12 @@ from harness.atari5 import GAMES, env_id
 from harness.launch import PYTHON, REPO, run_timed, trainer_command
 from harness.records import write
 from harness.trainer_runs import learning_record, make_command, sb3_record
-from learning.atari_runs import greedy, measured, sb3_result
+from learning.atari_runs import SB3_CONTENDER, ZOO_STEPS, greedy, measured, sb3_result
 
 SUITE = "atari-5"
 PROCESSES = 4  # as the Atari benchmarks': two a core
 FINAL_GAMES = 10  # a final score is the mean over at least this many greedy games of the last evaluations
-CONTENDERS = ("a3c", "SB3 PPO (RL Zoo settings)")
-ZOO_STEPS = 10_000_000  # sb3_atari.py's schedules' horizon
+CONTENDERS = ("a3c", SB3_CONTENDER)
 GRACE_SECONDS = 600  # past the budget: the final evaluation's games (ours), an evaluation under way (SB3's)
 COMMAND = make_command("bench-atari-suite", "ATARI_SUITE_ARGS", sys.argv[1:])
 
@@ -87,7 +86,7 @@ def run_sb3(game: str, seed: int, minutes: float, run_dir: Path) -> None:
             launch_seconds=wall,
             episodes=episodes,
             env=env_id(game),
-            contender=CONTENDERS[1],
+            contender=SB3_CONTENDER,
             suite=SUITE,
             seed=seed,
             command=COMMAND,
@@ -104,7 +103,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60.0, help="each run's wall-clock budget")
     parser.add_argument("--only", choices=CONTENDERS, help="one contender (default: both)")
     args = parser.parse_args()
-    runners = {"a3c": run_ours, CONTENDERS[1]: run_sb3}
+    runners = {"a3c": run_ours, SB3_CONTENDER: run_sb3}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for game in args.game or GAMES:
             for name, run in runners.items():
