@@ -35,7 +35,7 @@ def predictor_slice(learner: ActorLearner) -> slice:
 
 
 def test_every_build_has_the_same_prior_and_no_optimizer_reaches_it():
-    first, second = NoveltyNets(12), NoveltyNets(12)
+    first, second = NoveltyNets((12,)), NoveltyNets((12,))
     for (name, mine), (_, theirs) in zip(first.prior.state_dict().items(), second.prior.state_dict().items()):
         assert torch.equal(mine, theirs), name
     assert not list(first.prior.parameters())  # buffers: checkpointed, never stepped
@@ -45,7 +45,7 @@ def test_every_build_has_the_same_prior_and_no_optimizer_reaches_it():
 
 
 def test_the_error_falls_on_what_the_predictor_is_trained_on_and_stays_on_what_it_is_not():
-    nets, cells = NoveltyNets(16), torch.eye(16)
+    nets, cells = NoveltyNets((16,)), torch.eye(16)
     visited, unvisited = cells[:8], cells[8:]
     before = nets.errors(unvisited).detach().clone()
     optimizer = torch.optim.Adam(nets.predictor.parameters(), lr=1e-3)
@@ -93,18 +93,48 @@ def test_the_novelty_reads_what_the_network_reads():
     assert torch.allclose(novelty_inputs(learner.model, cells), learner.model.obs_norm(torch.from_numpy(cells)))
 
 
-def test_frames_are_refused_with_the_option_named():
+def test_a_picture_is_viewed_normalised_by_its_own_statistics_and_read_by_convolutions():
+    spec = env_spec("a3c/PixelDeepSea10-v0")
+    model = build_model(Config(env="a3c/PixelDeepSea10-v0", novelty_coef=0.1), spec)
+    assert model.obs_norm is None and tuple(model.novelty_norm.mean.shape) == (100,)  # a pixel each
+    assert "novelty_norm" in model.statistics()  # shared by the workers, merged by node groups
+    assert not list(model.novelty.prior.parameters()) and "novelty.prior.0.pictures.0.0.weight" in model.state_dict()
+    first, second = np.zeros((2, 1, 10, 10), np.uint8), np.zeros((1, 1, 10, 10), np.uint8)
+    first[0, 0, 0, 0], first[1, 0, 9, 9], second[0, 0, 0, 0] = 255, 255, 255
+    inputs = novelty_inputs(model, first, learn_from=np.array([True, True]))
+    assert model.novelty_norm.count == 2 and inputs.shape == (2, 100)
+    assert inputs[0, 0] == pytest.approx(1.0) and inputs[1, 0] == pytest.approx(-1.0)  # (x - mean) / std
+    lit = novelty_inputs(model, np.full((1, 1, 10, 10), 255, np.uint8))
+    assert lit[0, 50] == pytest.approx(5.0)  # a pixel never lit: as far off as the clip lets it be
+    assert model.novelty.errors(inputs).shape == (2,)
+    assert torch.equal(novelty_inputs(model, second)[0], inputs[0])  # the statistics moved only where asked
+
+
+def test_atari_frames_are_read_as_the_policy_reads_them_and_halved():
     pytest.importorskip("ale_py", reason="the Atari extra (requirements-atari.txt)")
-    refusal = r"--novelty-coef reads flat observations only, and ALE/Pong-v5 gives \[4, 84, 84\]"
-    with pytest.raises(ConfigError, match=refusal):
-        build_model(Config(env="ALE/Pong-v5", novelty_coef=0.1), env_spec("ALE/Pong-v5"))
+    config = Config(env="ALE/Pong-v5", novelty_coef=0.1)  # the preset reads the newest frame (--frames 1)
+    model = build_model(config.replace(frames=1), env_spec("ALE/Pong-v5"))
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    seen = model.novelty.view(frames)
+    newest = frames[:, -1].float().unflatten(-1, (42, 2)).unflatten(1, (42, 2)).mean(dim=(2, 4))  # 2 x 2 means
+    assert torch.allclose(seen, newest.flatten(1))
+    assert model.novelty.predictor[0].size == 16 * 6 * 6  # 42 -> 21 -> 11 -> 6
 
 
-def test_a_dict_observation_is_refused_with_the_option_named():
+def test_a_dict_observation_gets_the_bonus_over_each_part_as_the_policy_encodes_it():
     env = "tests.structured_env:FrameAndVector-v0"
-    with pytest.raises(ConfigError, match="--novelty-coef reads flat observations only.*a Dict or Tuple"):
-        build_model(Config(env=env, novelty_coef=0.1), env_spec(env))
-    assert build_model(Config(env=env), env_spec(env)).novelty is None  # auto: none there, and no refusal
+    spec = env_spec(env)
+    model = build_model(Config(env=env, novelty_coef=0.1), spec)
+    frame, vector = (part.size for part in spec.obs_parts)
+    assert model.novelty_norm.normalised.tolist() == [True] * (frame + vector)  # a frame and a Box: both
+    picture = model.novelty.predictor[0].pictures["0"]
+    assert isinstance(picture[0], torch.nn.Conv2d) and model.novelty.predictor[0].size == 16 * 36 + vector
+    observations = np.zeros((4, frame + vector), np.float32)
+    observations[:, 0] = 255.0
+    assert model.novelty.errors(novelty_inputs(model, observations, learn_from=np.ones(4, bool))).shape == (4,)
+    cue = "tests.structured_env:CueAndBit-v0"  # a Discrete cue (one-hot) and a bit: passed as they are
+    cue_model = build_model(Config(env=cue, novelty_coef=0.1), env_spec(cue))
+    assert not cue_model.novelty_norm.normalised.any()
 
 
 def test_a_negative_coefficient_is_refused():

@@ -11,10 +11,11 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
-from a3c.envs.deep_sea import register_deep_sea
 from a3c.envs.families import ATARI_FRAME_STACK, is_atari, is_minatar, is_mujoco
 from a3c.envs.masks import ActionMaskInObservation, with_action_mask, with_action_mask_moved
+from a3c.envs.own import register_own
 from a3c.envs.parts import FlatObservation, with_flat_observation
+from a3c.envs.pictures import with_channels_first
 from a3c.envs.spec import EnvSpec
 from a3c.errors import EnvError, first_line
 
@@ -115,14 +116,14 @@ def make_env(env_id: str, training: bool = True, render_mode: Optional[str] = No
         elif is_minatar(env_id):
             env = make_minatar(env_id, render_mode)
         else:
-            register_deep_sea(env_id)  # a3c/DeepSeaN-v0: any N, made on demand
+            register_own(env_id)  # a3c/DeepSeaN-v0, a3c/KeyDoorN-v0, ...: any N, made on demand
             if is_mujoco(env_id):
                 warn_in_python(env_id)
             env = gym.make(env_id, disable_env_checker=True, **rendering(render_mode))
     except (gym.error.Error, ImportError, ValueError, TypeError, AttributeError) as error:
         raise EnvError(f"cannot make environment {env_id!r}: {first_line(error)}") from None
     try:
-        env = with_flat_observation(with_action_mask_moved(env))
+        env = with_flat_observation(with_channels_first(with_action_mask_moved(env)))
         describe(env)
     except EnvError:
         env.close()
@@ -150,14 +151,15 @@ def describe(env: gym.Env) -> EnvSpec:
 
 
 def observation_fields(env: gym.Env) -> dict:
-    """The EnvSpec fields of the env's observation: a flat Box or uint8 frames (a Dict or Tuple arrives
-    flattened by FlatObservation, which keeps its parts); and where its action mask comes from."""
+    """The EnvSpec fields of the env's observation: a flat Box or uint8 frames (a picture arrives channels first
+    by ChannelsFirst, a Dict or Tuple flattened by FlatObservation, which keeps its parts); and where its action
+    mask comes from."""
     obs_space = env.observation_space
     flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
     frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
     if not (flat or frames):
         raise EnvError(
-            f"unsupported observation space {obs_space}: a flat Box, stacked uint8 frames, or a Dict or "
+            f"unsupported observation space {obs_space}: a flat Box, a uint8 picture, or a Dict or "
             f"Tuple of such parts and Discrete, MultiDiscrete or MultiBinary ones is needed"
         )
     structured = wrapped_by(env, FlatObservation)

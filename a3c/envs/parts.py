@@ -2,7 +2,7 @@
 float vector.
 
 `FlatObservation` makes every part floats side by side: a Box (of any shape) its values, a Discrete or
-MultiDiscrete part one-hot, a MultiBinary part its bits, stacked uint8 frames their pixels (0-255).
+MultiDiscrete part one-hot, a MultiBinary part its bits, a uint8 picture its pixels (0-255), channels first.
 Everything behind that edge (env batches, rollouts, replay, evaluation, observation statistics)
 handles one flat Box, as for any flat observation; the network splits the vector again
 (a3c/nets/structured.py). A Tuple's parts are keyed "0", "1", ...
@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from a3c.envs.pictures import channels_first, is_picture, layout, shape_first
 from a3c.errors import EnvError
 
 
@@ -29,6 +30,7 @@ class Part:
     shape: tuple[int, ...]  # the part as a --model reads it: its own shape; a one-hot part's [sum of its choices]
     choices: tuple[int, ...] = ()  # one_hot: the choices of each sub-part (a Discrete has one)
     start: tuple[int, ...] = ()  # one_hot: each sub-part's start
+    layout: str = "first"  # frames: the env's layout of the picture (a3c/envs/pictures.py), made [C, H, W] here
 
     @property
     def size(self) -> int:
@@ -37,6 +39,8 @@ class Part:
     def encode(self, values: np.ndarray) -> np.ndarray:
         """A batch of this part's values as floats [B, size]."""
         batch = len(values)
+        if self.kind == "frames":
+            values = channels_first(np.asarray(values), self.layout)
         if self.kind != "one_hot":
             return np.asarray(values, dtype=np.float32).reshape(batch, self.size)
         indices = np.asarray(values, dtype=np.int64).reshape(batch, -1) - np.array(self.start)
@@ -60,9 +64,10 @@ def observation_parts(space: gym.Space) -> tuple[Part, ...] | None:
 
 
 def part_of(key: str, space: gym.Space, whole: gym.Space) -> Part:
+    if is_picture(space):
+        return Part(key, "frames", shape_first(space.shape), layout=layout(space.shape))
     if isinstance(space, gym.spaces.Box):
-        frames = len(space.shape) == 3 and space.dtype == np.uint8
-        return Part(key, "frames" if frames else "box", tuple(int(n) for n in space.shape))
+        return Part(key, "box", tuple(int(n) for n in space.shape))
     if isinstance(space, gym.spaces.Discrete):
         return Part(key, "one_hot", (int(space.n),), (int(space.n),), (int(space.start),))
     if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim == 1:
@@ -71,8 +76,8 @@ def part_of(key: str, space: gym.Space, whole: gym.Space) -> Part:
     if isinstance(space, gym.spaces.MultiBinary):
         return Part(key, "bits", tuple(int(n) for n in np.atleast_1d(space.n)))
     raise EnvError(
-        f"unsupported observation space {whole}: its part {key!r} is a {space}, where a Box, stacked "
-        f"uint8 frames, a Discrete, a flat MultiDiscrete or a MultiBinary is needed"
+        f"unsupported observation space {whole}: its part {key!r} is a {space}, where a Box, a uint8 "
+        f"picture, a Discrete, a flat MultiDiscrete or a MultiBinary is needed"
     )
 
 

@@ -9,6 +9,7 @@ about coef a step where the errors are as large as they have been, less where th
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 import torch
@@ -29,11 +30,19 @@ def novelty_bonus(errors: np.ndarray, scale: float, restarted: np.ndarray, coef:
     return np.where(restarted, 0.0, coef * errors / scale).astype(np.float32)
 
 
-def novelty_inputs(model: Network, observations: np.ndarray) -> torch.Tensor:
-    """What the novelty's networks read of observations [..., size]: flat rows, normalised where the model
-    normalises its own inputs."""
-    flat = torch.from_numpy(np.ascontiguousarray(observations)).reshape(-1, observations.shape[-1]).float()
-    return model.normalize(flat)
+def novelty_inputs(model: Network, observations: np.ndarray, learn_from: Optional[np.ndarray] = None) -> torch.Tensor:
+    """What the novelty's networks read of observations [..., *obs_shape], a row each: a flat observation as the
+    network reads it (normalised where it normalises); a picture or a Dict or Tuple's parts viewed and normalised
+    by the novelty's own statistics (a3c/nets/novelty.py), which first learn from the rows `learn_from` selects
+    (bool [...])."""
+    view = model.novelty.view
+    if view is None:
+        flat = torch.from_numpy(np.ascontiguousarray(observations)).reshape(-1, observations.shape[-1]).float()
+        return model.normalize(flat)
+    seen = view(torch.from_numpy(np.ascontiguousarray(observations)).reshape(-1, *view.obs_shape))
+    if learn_from is not None:
+        model.novelty_norm.update(seen[torch.from_numpy(learn_from.reshape(-1))])
+    return model.novelty_norm(seen)
 
 
 class NoveltyBonus:
@@ -51,7 +60,7 @@ class NoveltyBonus:
         `valid` [T, B] as the rollout has them), and return the mean error over the valid steps."""
         if not valid.any():  # no env stepped: nothing to score, and no statistics to move
             return math.nan
-        errors = model.novelty.errors(novelty_inputs(model, arrived)).numpy().reshape(rewards.shape)
+        errors = model.novelty.errors(novelty_inputs(model, arrived, learn_from=valid)).numpy().reshape(rewards.shape)
         self.errors.update(torch.from_numpy(errors[valid]))
         scale = math.sqrt(self.errors.var.item() + self.errors.mean.item() ** 2) + 1e-8
         rewards += novelty_bonus(errors, scale, restarted, self.coef)

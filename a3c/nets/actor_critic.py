@@ -232,6 +232,7 @@ class Network(nn.Module):
         self.return_stats: Optional[RunningNorm] = None  # --normalize-returns' statistics, set by the factory
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.novelty: Optional[nn.Module] = None  # --novelty-coef's networks (a3c/nets/novelty.py), set by the factory
+        self.novelty_norm: Optional[RunningNorm] = None  # their statistics of a picture or a Dict's parts, likewise
 
     def initial_state(self, batch_size: int) -> State:
         return ()
@@ -245,6 +246,7 @@ class Network(nn.Module):
                 ("obs_norm", self.obs_norm),
                 ("value_stats", self.value_stats),
                 ("return_stats", self.return_stats),
+                ("novelty_norm", self.novelty_norm),
             )
             if norm is not None
         }

@@ -10,7 +10,7 @@ from a3c.config.settings import Config, centers_values, for_spaces
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 from a3c.nets.actor_critic import ActorCritic, Network, NoisyLinear, RunningNorm, StockOptions
-from a3c.nets.novelty import NoveltyNets
+from a3c.nets.novelty import NORM_CLIP, NoveltyNets, novelty_parts
 from a3c.nets.precision import resolved_precision
 from a3c.nets.structured import PartsNorm, StructuredActorCritic
 from a3c.nets.user import user_network
@@ -40,18 +40,14 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
 
     A Dict or Tuple observation (`spec.obs_parts`) gets the stock network with its parts encoded one by one
     (a3c/nets/structured.py), or hands the user's module a dict of tensors; its statistics cover the Box parts only.
-    With --novelty-coef the network carries the novelty's networks too (flat observations only).
+    With --novelty-coef the network carries the novelty's networks too, and for a picture or a Dict or Tuple
+    their statistics (a3c/nets/novelty.py).
     """
     config = for_spaces(config, spec)
     if spec.obs_parts is not None and config.learner == "numpy":
         raise ConfigError(
             "--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
             "trains with --learner auto or torch"
-        )
-    if config.novelty_coef and (len(spec.obs_shape) != 1 or spec.obs_parts is not None):
-        raise ConfigError(
-            f"--novelty-coef reads flat observations only, and {config.env} gives "
-            + ("a Dict or Tuple" if spec.obs_parts is not None else f"{list(spec.obs_shape)} arrays")
         )
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))
@@ -62,7 +58,10 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     if spec.obs_parts is not None and model.obs_norm is not None:
         model.obs_norm = PartsNorm(spec.obs_parts)
     if config.novelty_coef:
-        model.novelty = NoveltyNets(spec.obs_shape[0])
+        parts = novelty_parts(spec.obs_shape, spec.obs_parts)
+        model.novelty = NoveltyNets(spec.obs_shape, parts, config.frames)
+        if parts is not None:
+            model.novelty_norm = PartsNorm(model.novelty.view.viewed_parts, NORM_CLIP, normalised=("box", "frames"))
     if config.normalize_returns:
         model.return_stats = RunningNorm(())
     if model.log_std is not None:

@@ -21,12 +21,12 @@ def unflatten(parts: tuple[Part, ...], flat: torch.Tensor) -> dict[str, torch.Te
 
 
 class PartsNorm(RunningNorm):
-    """Running statistics of the whole flat vector, applied to its Box parts only: one-hot parts, bits and
-    frames (which the convnet scales) pass unchanged."""
+    """Running statistics of the whole flat vector, applied to the parts of the `normalised` kinds only: by default
+    the Box parts, one-hot parts, bits and frames (which the convnet scales) passing unchanged."""
 
-    def __init__(self, parts: tuple[Part, ...], clip: float = 10.0):
+    def __init__(self, parts: tuple[Part, ...], clip: float = 10.0, normalised: tuple[str, ...] = ("box",)):
         super().__init__((sum(part.size for part in parts),), clip)
-        normalised = np.concatenate([np.full(part.size, part.kind == "box") for part in parts])
+        normalised = np.concatenate([np.full(part.size, part.kind in normalised) for part in parts])
         self.register_buffer("normalised", torch.from_numpy(normalised), persistent=False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
