@@ -6,13 +6,20 @@ off, and entropy dithering instead.
     explore.py --only defaults --only "no noise"  # two contenders
     explore.py --at-start                         # what the noise does to fresh networks, at each sigma
     explore.py --env MountainCar-v0 --timeout 120 # runs capped
+    explore.py --pictures --only defaults --only "no novelty"   # the sparse tasks seen as pictures
 
 The tasks: DeepSea at N = 10, 20 and 30 (a3c/envs/deep_sea.py: random play finds the corner in 2 of 2^N
 episodes, and a policy that dithers step by step no more often), and MountainCar-v0, gymnasium's
 classic sparse task (-1 a step until the car reaches the flag, which random actions almost never do
 within the episode's 200 steps; the RL Zoo has A2C and PPO settings for it). Frozen Lake is left out:
 its 8x8 map is found by random play in about 1 of 500 episodes, too often to tell exploration apart,
-and the Zoo has no settings for it.
+and the Zoo has no settings for it. With --pictures, the sparse tasks seen as pictures instead: DeepSea 20 drawn
+as a grey 20 x 20 image (a3c/PixelDeepSea20-v0), and KeyDoor (a3c/envs/key_door.py: a key, a locked door and a
+goal in a room drawn from above, channels last, the only reward at the goal) at 8 x 8, which random play finds in
+about 6 episodes of 100, and 16 x 16, about 1 of 100; the RL Zoo has no settings for them. And Montezuma's
+Revenge (ALE/MontezumaRevenge-v5, sticky actions), the hard-exploration game the novelty bonus was made for: an
+hour a run (--max-minutes 60, 4 processes, the Atari preset, which names no bonus: "defaults" is without it,
+`--novelty-coefs 0.1` adds the contender with it), 3 seeds, its greedy score at the end.
 
 The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on these flat
 observations the novelty bonus, --novelty-coef auto = 0.1, and normalised observations; the NoisyNet heads on,
@@ -46,6 +53,7 @@ import numpy as np
 import torch
 
 from a3c.config.settings import Config
+from a3c.envs.key_door import key_door_registration
 from a3c.learn.learner import ActorLearner
 from a3c.learn.seeding import worker_seeds
 from a3c.run.metrics import EXPLORATION_COLUMNS
@@ -62,6 +70,16 @@ TASKS = {
     "a3c/DeepSea30-v0": Suite(0.9, 5, 900.0, "exploration"),
     "MountainCar-v0": Suite(-110.0, 5, 1200.0, "exploration"),
 }
+PICTURES = {
+    "a3c/PixelDeepSea20-v0": Suite(0.9, 5, 600.0, "exploration"),
+    **{
+        f"a3c/KeyDoor{size}-v0": Suite(key_door_registration(f"a3c/KeyDoor{size}-v0")["reward_threshold"], 5, 900.0,
+                                       "exploration")
+        for size in (8, 16)
+    },
+    "ALE/MontezumaRevenge-v5": Suite(None, 3, 4500.0, "exploration"),
+}  # fmt: skip
+TASK_OPTIONS = {"ALE/MontezumaRevenge-v5": {"num_processes": 4, "max_minutes": 60}}  # every contender's, there
 COMMAND = make_command("bench-explore", "EXPLORE_ARGS", sys.argv[1:])
 WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
 FIGURES = ("entropy", *EXPLORATION_COLUMNS)
@@ -94,7 +112,9 @@ def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
     for coef in kinds["entropy_coefs"]:
         options[f"no novelty, no noise, entropy {coef:g}"] = {**off, "noise": False, "entropy_coef": coef}
     found = {
-        name: lambda seed, suite, name=name, given=given: ours(env, seed, suite, table_name(name), **given)
+        name: lambda seed, suite, name=name, given=given: ours(
+            env, seed, suite, table_name(name), **TASK_OPTIONS.get(env, {}), **given
+        )
         for name, given in options.items()
     }
     if env in WITH_SB3:
@@ -135,7 +155,8 @@ def at_start(envs: list[str], sigmas: list[float], rollouts: int = 10) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", action="append", choices=list(TASKS), help="one task; repeat for more")
+    parser.add_argument("--env", action="append", choices=[*TASKS, *PICTURES], help="one task; repeat for more")
+    parser.add_argument("--pictures", action="store_true", help="the sparse tasks seen as pictures (default: flat)")
     parser.add_argument("--seeds", type=int, help="seeds per task (default 5)")
     parser.add_argument(
         "--sigmas", default="0.1,0.5", help="the noise's initial sigmas of more noisy contenders, comma-separated"
@@ -162,10 +183,11 @@ def main() -> None:
         name: [float(value) for value in getattr(args, name).split(",") if value]
         for name in ("sigmas", "entropy_coefs", "kl_targets", "novelty_coefs")
     }
+    listed = {**TASKS, **PICTURES}
     tasks = {
         env: replace(task, seeds=args.seeds or task.seeds, timeout=args.timeout or task.timeout)
-        for env, task in TASKS.items()
-        if env in (args.env or TASKS)
+        for env, task in listed.items()
+        if env in (args.env or (PICTURES if args.pictures else TASKS))
     }
     if args.at_start:
         at_start(list(tasks), [Config().sigma_init, *kinds["sigmas"]])

@@ -6,7 +6,7 @@ Contenders, interleaved over --repeats in one invocation (the machine's speed dr
 - the preset on 4 and on 2 processes: what the processes beyond the cores cost or give;
 - on 4 processes: the preset in float32 (what a CPU without bfloat16 gets), on four stacked frames (the
   preset of versions 0.18-0.22), with `--convnet small` (four 3 x 3 convolutions on frames averaged to
-  42 x 42), and feed-forward on 16 envs x t-max 5 (the LSTM's cost);
+  42 x 42), with the novelty bonus (its networks' cost), and feed-forward on 16 envs x t-max 5 (the LSTM's cost);
 - with --baseline DIR, another checkout run with its own preset (for example `git worktree add /tmp/old
   <commit>`: the code before ALE's vector env).
 Each run trains for real through the CLI (no evaluator, no target); its rate is the steady state of
@@ -118,6 +118,10 @@ def contenders_of(baseline: Path | None, only: list[str] | None) -> dict[str, tu
         ),
         "this checkout, preset, 4 processes, --frames 4 (versions 0.18-0.22)": (REPO, {**four, "frames": 4}),
         "this checkout, preset, 4 processes, --convnet small": (REPO, {**four, "convnet": "small"}),
+        "this checkout, preset, 4 processes, --novelty-coef 0.1 (the novelty bonus's cost)": (
+            REPO,
+            {**four, "novelty_coef": 0.1},
+        ),
         "this checkout, feed-forward, 16 envs x t-max 5, 4 processes": (
             REPO,
             {**four, "envs_per_process": 16, "t_max": 5, "core": "none"},
