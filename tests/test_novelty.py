@@ -168,3 +168,19 @@ def test_the_defaults_find_a_deep_sea_corner_that_the_noise_alone_does_not(tmp_p
     assert decided["novelty_coef"] == 0.1 and decided["normalize_obs"] is True  # recorded as decided
     assert found["solved"] is True and found["confirmed_return"] >= 0.9, found
     assert solved_with(novelty_coef=0.0)[0]["solved"] is False
+
+
+def test_a_pictures_statistics_travel_in_the_checkpoint(tmp_path):
+    from a3c.agent import model_from_checkpoint
+    from a3c.learn.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
+
+    config = Config(env="a3c/KeyDoor6-v0")  # auto: the bonus, on a picture
+    model = build_model(config, env_spec(config.env))
+    pictures = np.random.default_rng(0).integers(0, 256, (5, 3, 8, 8), dtype=np.uint8)
+    novelty_inputs(model, pictures, learn_from=np.ones(5, bool))
+    save_checkpoint(tmp_path / "last.pt", checkpoint_payload(config, model, env_steps=5))
+    loaded, _, _ = model_from_checkpoint(load_checkpoint(tmp_path / "last.pt"), None)
+    assert loaded.novelty_norm.count == 5 and torch.equal(loaded.novelty_norm.mean, model.novelty_norm.mean)
+    assert torch.equal(
+        loaded.novelty.errors(novelty_inputs(loaded, pictures)), model.novelty.errors(novelty_inputs(model, pictures))
+    )
