@@ -115,7 +115,8 @@ TRAIN_OPTIONS = [
     option(
         "--novelty-coef",
         "weight of a bonus reward for reaching observations a random network's trained predictor gets wrong "
-        "(random network distillation: flat observations; 0: none; auto: 0.1 on flat observations, 0 on others)",
+        "(random network distillation: any observation, pictures through convolutions; 0: none; auto: 0.1 on "
+        "flat observations, 0 on pictures and Dict or Tuple ones)",
         type=AutoFloat(),
     ),
     option(

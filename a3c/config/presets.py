@@ -78,7 +78,6 @@ PRESETS: dict[str, dict] = {
 # "The presets", "Centred frames", "bfloat16 convolutions" and "One frame")
 ATARI = {
     "max_steps": 20_000_000,
-    "novelty_coef": 0.0,  # the preset's figures were measured without (the defaults' auto turns it on)
     "clip_rewards": True,
     "reward_scale": 1.0,
     "hidden_sizes": (256,),
@@ -108,7 +107,6 @@ ATARI_TARGETS = {"Pong": 18.0}
 # "The presets")
 MINATAR = {
     "max_steps": 5_000_000,
-    "novelty_coef": 0.0,
     "hidden_sizes": (128,),
     "lr": 1e-3,
     "eval_interval": 30.0,

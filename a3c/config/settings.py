@@ -15,9 +15,8 @@ from a3c.envs.families import ATARI_FRAME_STACK, is_atari
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 
-# --novelty-coef auto, whatever the observation: the bonus that found MountainCar's flag and DeepSea's corner on
-# every seed, and DeepSea's corner and KeyDoor's goal seen as pictures (docs/design/choices.md, "Defaults that
-# explore")
+# --novelty-coef auto on a flat vector of observations: the bonus that, with --normalize-obs, found MountainCar's
+# flag and DeepSea's corner on every seed (docs/design/choices.md, "Defaults that explore")
 AUTO_NOVELTY_COEF = 0.1
 MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
 
@@ -54,7 +53,7 @@ class Config:
     noise_kl_target: float = 0.0
     # the weight of a bonus reward for observations the novelty's networks predict badly (random network
     # distillation, a3c/nets/novelty.py), each worker's errors divided by their running root mean square; 0: none;
-    # auto: AUTO_NOVELTY_COEF whatever the observation (for_spaces)
+    # auto: AUTO_NOVELTY_COEF on a flat vector of observations, none on pictures and Dict or Tuple ones (for_spaces)
     novelty_coef: Union[float, str] = "auto"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
@@ -442,11 +441,12 @@ def config_for_resume(saved: Config, overrides: dict, spec: EnvSpec) -> Config:
 
 def auto_for_spaces(spec: EnvSpec) -> dict:
     """What auto means, for this env's observations, of the settings that depend on them: --novelty-coef auto is
-    AUTO_NOVELTY_COEF whatever the observation (an env without a preset explores), and --normalize-obs auto on
-    where the observations are one flat vector (what the novelty's networks read of it; they keep statistics of
-    their own for pictures and Dict or Tuple parts, and the policy's convnet scales pixels itself)."""
+    AUTO_NOVELTY_COEF and --normalize-obs auto on where the observations are one flat vector (what the novelty's
+    networks read; an env without a preset then explores), both off for pictures and Dict or Tuple observations:
+    there the bonus found DeepSea's corner as a picture but kept KeyDoor 8's goal from being learned, which the
+    bare defaults learn (docs/design/choices.md, "Defaults that explore")."""
     flat = len(spec.obs_shape) == 1 and spec.obs_parts is None
-    return {"novelty_coef": AUTO_NOVELTY_COEF, "normalize_obs": flat}
+    return {"novelty_coef": AUTO_NOVELTY_COEF if flat else 0.0, "normalize_obs": flat}
 
 
 def for_spaces(config: Config, spec: EnvSpec) -> Config:

@@ -1,9 +1,10 @@
 """The novelty bonus of --novelty-coef: a reward for reaching observations the novelty's networks predict
 badly (a3c/nets/novelty.py), and the predictor's training on the observations a rollout visited.
 
-Each worker divides its errors by their running root mean square (random network distillation divides
-by a running spread), so the coefficient means the same whatever the observations' scale: a bonus of
-about coef a step where the errors are as large as they have been, less where the agent has been.
+Each worker centres its errors on their rollout's mean and divides them by their running root mean square
+(random network distillation divides by a running spread), so the coefficient means the same whatever the
+observations' scale: a bonus of up to about coef a step where the agent goes where it has seldom been, as
+much less where it has been, and none on average, so that ending an episode costs no bonus.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ def arrivals(observations: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
 
 
 def novelty_bonus(errors: np.ndarray, scale: float, restarted: np.ndarray, coef: float) -> np.ndarray:
-    """The bonus of each step [T, B]: `coef` times the error on what it led to over the errors' scale; none
-    where the episode ended or the env did not step (`restarted` holds both: what the step led to is not the
-    observation that follows it)."""
-    return np.where(restarted, 0.0, coef * errors / scale).astype(np.float32)
+    """The bonus of each step [T, B]: `coef` times the error on what it led to, less the mean of the rollout's
+    errors, over the errors' scale; none where the episode ended or the env did not step (`restarted` holds
+    both: what the step led to is not the observation that follows it). Centred, the bonus is no reward for
+    living: uncentred, every step earned about `coef`, and an episode that ended at its goal lost the rest of
+    that stream (docs/design/choices.md, "Novelty")."""
+    scored = ~restarted
+    center = errors[scored].mean() if scored.any() else 0.0
+    return np.where(restarted, 0.0, coef * (errors - center) / scale).astype(np.float32)
 
 
 def novelty_inputs(model: Network, observations: np.ndarray, learn_from: Optional[np.ndarray] = None) -> torch.Tensor:

@@ -78,7 +78,9 @@ def opening() -> str:
     return (
         "Each game's score is its runs' median final greedy score; HNS = 100 (score - random) / (human - random), "
         "and the Atari-5 estimate of the median HNS over all 57 games = 10^(sum of w log10(1 + max(HNS, 0))) - 1 "
-        f"with the weights {weights} (`benchmarks/harness/atari5.py`, where the reference scores are)."
+        f"with the weights {weights} (`benchmarks/harness/atari5.py`, where the reference scores are). "
+        "DoubleDunk's human and random scores are 2.15 points apart, so a game lost by a few points is an HNS "
+        "of hundreds of percent, as the published PPO's is; its weight is the smallest."
     )
 
 
