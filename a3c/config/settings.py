@@ -52,7 +52,8 @@ class Config:
     # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
     noise_kl_target: float = 0.0
     # the weight of a bonus reward for observations the novelty's networks predict badly (random network
-    # distillation, a3c/nets/novelty.py), each worker's errors divided by their running root mean square; 0: none;
+    # distillation, a3c/nets/novelty.py), each worker's errors less their rollout's mean over their running root
+    # mean square; 0: none;
     # auto: AUTO_NOVELTY_COEF on a flat vector of observations, none on pictures and Dict or Tuple ones (for_spaces)
     novelty_coef: Union[float, str] = "auto"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
