@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from a3c.envs.deep_sea import DeepSea, deep_sea_size
+from a3c.envs.deep_sea import DeepSea, deep_sea_registration
 from a3c.envs.make import env_spec, make_env
 
 
@@ -45,7 +45,9 @@ def test_random_play_reaches_the_corner_in_two_of_two_to_the_n_episodes():
 
 
 def test_a_deep_sea_id_makes_its_size_with_the_target_return():
-    assert deep_sea_size("a3c/DeepSea30-v0") == 30 and deep_sea_size("CartPole-v1") is None
+    assert deep_sea_registration("a3c/DeepSea30-v0")["kwargs"] == {"size": 30, "pixels": False}
+    assert deep_sea_registration("a3c/PixelDeepSea30-v0")["kwargs"] == {"size": 30, "pixels": True}
+    assert deep_sea_registration("CartPole-v1") is None
     spec = env_spec("a3c/DeepSea12-v0")
     assert spec.reward_threshold == 0.9 and spec.obs_shape == (144,)
     env = make_env("a3c/DeepSea12-v0")

@@ -21,12 +21,6 @@ TARGET_RETURN = 0.9
 MAPPING_SEED = 0  # the cells' action mapping: one per size, the same in every env and run
 
 
-def deep_sea_size(env_id: str) -> Optional[int]:
-    """N of a DeepSea id ("a3c/DeepSea20-v0" -> 20); None for any other id."""
-    match = ID_PATTERN.fullmatch(env_id)
-    return None if match is None else int(match.group(2))
-
-
 def deep_sea_registration(env_id: str) -> Optional[dict]:
     """gym.register's arguments for a DeepSea id (sizes below 2 are refused by the env itself); None for any
     other id."""

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from a3c.envs.parts import Part
-from a3c.nets.actor_critic import POOLED_FRAMES, SMALL_FRAMES
+from a3c.nets.actor_critic import POOLED_FRAMES, SMALL_FRAMES, flat_size
 
 NOVELTY_WIDTH = 64  # the hidden layers of both networks
 NOVELTY_FEATURES = 32  # what the predictor predicts of the prior
@@ -39,40 +39,26 @@ NORM_CLIP = 5.0  # normalised pixels and values, as random network distillation 
 PRIOR_SEED = 0
 
 
-class Fixed(nn.Module):
-    """A layer's weights as constants drawn from `generator` (He's scale, for ReLUs) and zero biases."""
-
-    def __init__(self, shape: tuple[int, ...], generator: torch.Generator):
-        super().__init__()
-        scale = math.sqrt(2.0 / math.prod(shape[1:]))
-        self.register_buffer("weight", torch.randn(*shape, generator=generator) * scale)
-        self.register_buffer("bias", torch.zeros(shape[0]))
+def fixed_weight(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """Constant weights drawn from `generator` at He's scale (for ReLUs)."""
+    return torch.randn(*shape, generator=generator) * math.sqrt(2.0 / math.prod(shape[1:]))
 
 
-class FixedLinear(Fixed):
-    def __init__(self, inputs: int, outputs: int, generator: torch.Generator):
-        super().__init__((outputs, inputs), generator)
-
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return F.linear(inputs, self.weight, self.bias)
-
-
-class FixedConv2d(Fixed):
-    """A 3x3 convolution, padded by 1."""
-
-    def __init__(self, inputs: int, outputs: int, stride: int, generator: torch.Generator):
-        super().__init__((outputs, inputs, 3, 3), generator)
-        self.stride = stride
-
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(inputs, self.weight, self.bias, stride=self.stride, padding=1)
+def fix(layer: nn.Module, generator: torch.Generator) -> nn.Module:
+    """`layer` (built on the meta device, so torch's global generator is left as it was) with its weight and
+    bias made buffers, constants no optimizer sees: weights drawn from `generator`, zero biases. The layer
+    stays what it is, so `flat_size` reads a fixed convolution too."""
+    shape = layer.weight.shape
+    del layer.weight, layer.bias
+    layer.register_buffer("weight", fixed_weight(tuple(shape), generator))
+    layer.register_buffer("bias", torch.zeros(shape[0]))
+    return layer
 
 
 def conv(inputs: int, outputs: int, stride: int, generator: Optional[torch.Generator]) -> nn.Module:
     """A fixed 3x3 convolution drawn from `generator`, or a trained one where it is None."""
-    if generator is None:
-        return nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1)
-    return FixedConv2d(inputs, outputs, stride, generator)
+    layer = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, device=None if generator is None else "meta")
+    return layer if generator is None else fix(layer, generator)
 
 
 def viewed(part: Part, newest: int) -> Part:
@@ -119,7 +105,10 @@ class PictureFeatures(nn.Module):
             {str(k): picture_convolutions(part.shape[0], part.shape[1:], generator) for k, part in enumerate(parts)
              if part.kind == "frames"}
         )  # fmt: skip
-        self.size = sum(picture_features(part.shape) if part.kind == "frames" else part.size for part in parts)
+        self.size = sum(
+            flat_size(self.pictures[str(k)], part.shape) if part.kind == "frames" else part.size
+            for k, part in enumerate(parts)
+        )
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         pieces = inputs.split([part.size for part in self.parts], dim=-1)
@@ -141,17 +130,6 @@ def picture_convolutions(channels: int, sides: tuple[int, int], generator: Optio
         layers += [conv(channels, width, 2, generator), nn.ReLU()]
         channels = width
     return nn.Sequential(*layers, nn.Flatten())
-
-
-def picture_features(shape: tuple[int, int, int]) -> int:
-    """How many features picture_convolutions make of a picture [C, H, W] (a padded 3x3 convolution of stride
-    2 rounds each side up to its half)."""
-    _, height, width = shape
-    if min(height, width) < SMALL_FRAMES:
-        return SMALL_PICTURE_CHANNELS * height * width
-    for _ in PICTURE_CHANNELS:
-        height, width = -(-height // 2), -(-width // 2)
-    return PICTURE_CHANNELS[-1] * height * width
 
 
 def novelty_parts(obs_shape: tuple[int, ...], obs_parts: Optional[tuple[Part, ...]]) -> Optional[tuple[Part, ...]]:
@@ -179,9 +157,9 @@ class NoveltyNets(nn.Module):
             size = prior_features[0].size
         self.prior = nn.Sequential(
             *prior_features,
-            FixedLinear(size, NOVELTY_WIDTH, generator),
+            fix(nn.Linear(size, NOVELTY_WIDTH, device="meta"), generator),
             nn.ReLU(),
-            FixedLinear(NOVELTY_WIDTH, NOVELTY_FEATURES, generator),
+            fix(nn.Linear(NOVELTY_WIDTH, NOVELTY_FEATURES, device="meta"), generator),
         )
         self.predictor = nn.Sequential(
             *predictor_features,
