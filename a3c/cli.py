@@ -120,6 +120,12 @@ TRAIN_OPTIONS = [
         type=AutoFloat(),
     ),
     option(
+        "--novelty-value",
+        "which value learns the bonus's return: shared (the bonus joins the reward), episodic (a value head of its "
+        "own, its return ending with the episode) or non-episodic (running on across episodes)",
+        type=click.Choice(["shared", "episodic", "non-episodic"]),
+    ),
+    option(
         "--model",
         "module:function returning your own torch network instead of the stock one (docs/guides/own-network.md)",
     ),

@@ -12,7 +12,8 @@ from a3c.config.settings import Config
 from a3c.envs.make import env_spec
 from a3c.errors import ConfigError
 from a3c.learn.learner import ActorLearner
-from a3c.learn.novelty import arrivals, novelty_bonus, novelty_inputs
+from a3c.learn.novelty import arrivals, novelty_bonus, novelty_inputs, per_value
+from a3c.learn.returns import a3c_loss, gae_advantages
 from a3c.learn.seeding import worker_seeds
 from a3c.nets.factory import build_model
 from a3c.nets.novelty import NoveltyNets
@@ -77,8 +78,8 @@ def test_the_bonus_goes_into_the_rollout_rewards_and_the_predictor_learns_from_n
     plain.load_weights(learner.flat_params[: plain.flat_params.numel()])
     played = learner.play_rollout()
     rewards = played.steps.rewards.copy()
-    mean_error = learner.add_novelty_bonus(played.steps)
-    assert mean_error > 0
+    apart, mean_error = learner.novelty_bonus(played.steps)
+    assert apart is None and mean_error > 0
     bonus, scored = played.steps.rewards - rewards, ~played.steps.restarted
     assert (bonus[scored] != 0).all() and (bonus[~scored] == 0).all()
     assert abs(bonus[scored].sum()) < 1e-4 * np.abs(bonus).sum()  # no reward for living
@@ -87,6 +88,66 @@ def test_the_bonus_goes_into_the_rollout_rewards_and_the_predictor_learns_from_n
     replayed, replay_report = learner.replay_gradient()
     assert replay_report.replayed and torch.count_nonzero(replayed[predictor_slice(learner)]) == 0
     assert np.isnan(plain.compute_gradient()[1].novelty)
+
+
+def test_the_predictor_learns_from_the_errors_its_bonus_came_from_once_a_rollout():
+    learner = learner_for()
+    played = learner.play_rollout()
+    learner.novelty_bonus(played.steps)
+    learner.flat_grad.zero_()
+    learner.novelty.backward()
+    ours = learner.flat_grad[predictor_slice(learner)].clone()
+    reached = arrivals(played.steps.observations, played.steps.next_obs)[played.steps.valid]
+    learner.flat_grad.zero_()
+    learner.model.novelty.errors(novelty_inputs(learner.model, reached)).mean().backward()
+    assert torch.count_nonzero(ours) > 0 and torch.allclose(ours, learner.flat_grad[predictor_slice(learner)])
+    learner.flat_grad.zero_()
+    learner.novelty.backward()
+    assert torch.count_nonzero(learner.flat_grad) == 0
+
+
+@pytest.mark.parametrize("novelty_value", ["episodic", "non-episodic"])
+def test_a_value_of_its_own_learns_the_bonus_apart_from_the_rewards(novelty_value):
+    learner = learner_for(novelty_value=novelty_value)
+    played = learner.play_rollout()
+    rewards = played.steps.rewards.copy()
+    bonus, _ = learner.novelty_bonus(played.steps)
+    assert np.array_equal(played.steps.rewards, rewards) and np.abs(bonus).sum() > 0  # the rewards untouched
+    estimates = learner.estimates(played.steps, played.outputs, bonus)
+    assert played.outputs.values.shape == estimates.rewards.shape == (*rewards.shape, 2)
+    assert np.array_equal(estimates.rewards[..., 1], bonus)  # DeepSea ends its episodes: nothing truncated
+    gradient, report = learner.compute_gradient()
+    assert np.isfinite(report.value_loss) and torch.count_nonzero(gradient) > 0
+
+
+def test_the_bonus_return_runs_on_across_an_episodes_end_only_where_it_is_not_episodic():
+    """One env, two steps, the episode ending at the first; the values [T, B, 2]: the env's return's, the bonus's."""
+    rewards = np.array([[[1.0, 0.5]], [[0.0, 0.25]]], dtype=np.float32)
+    values = np.array([[[0.2, 0.1]], [[0.3, 0.4]]], dtype=np.float32)
+    bootstrap, ended = np.array([[0.6, 0.8]], dtype=np.float32), np.array([[1.0], [0.0]], dtype=np.float32)
+    advantages = {
+        mode: gae_advantages(rewards, values, per_value(ended, mode), bootstrap, gamma=0.9, lam=1.0)
+        for mode in ("episodic", "non-episodic")
+    }
+    for mode in advantages:  # the env's return: 1 - 0.2 at the end; 0 + 0.9 * 0.6 - 0.3 after it
+        assert advantages[mode][:, 0, 0] == pytest.approx([0.8, 0.24])
+    # the bonus's: at step 1, 0.25 + 0.9 * 0.8 - 0.4 = 0.57; at step 0 it ends with the episode, or runs on
+    assert advantages["episodic"][:, 0, 1] == pytest.approx([0.5 - 0.1, 0.57])
+    assert advantages["non-episodic"][:, 0, 1] == pytest.approx([0.5 + 0.9 * 0.4 - 0.1 + 0.9 * 0.57, 0.57])
+    log_probs, entropies = np.zeros((2, 1), dtype=np.float32), np.zeros((2, 1), dtype=np.float32)
+    loss, gradient = a3c_loss(log_probs, entropies, advantages["episodic"], value_loss_coef=0.5, entropy_coef=0.0)
+    # the policy follows the two advantages summed; each value its own error (the mean over 2 steps)
+    assert gradient.log_probs[:, 0] == pytest.approx([-(0.8 + 0.4) / 2, -(0.24 + 0.57) / 2])
+    assert gradient.values[:, 0] == pytest.approx(-0.5 * advantages["episodic"][:, 0] / 2)
+    assert loss.value == pytest.approx(0.5 * (0.8**2 + 0.4**2 + 0.24**2 + 0.57**2) / 2)
+
+
+def test_a_value_of_its_own_needs_a_bonus_and_one_value_to_learn_elsewhere():
+    with pytest.raises(ConfigError, match="--novelty-value"):
+        build_model(Config(env="a3c/PixelDeepSea6-v0", novelty_value="episodic"), env_spec("a3c/PixelDeepSea6-v0"))
+    for options in ({"replay_ratio": 1.0}, {"model": "tests.user_models:mlp"}, {"novelty_value": "twice"}):
+        with pytest.raises(ConfigError, match="--novelty-value"):
+            Config(**{"novelty_value": "non-episodic", **options})
 
 
 def test_the_novelty_reads_what_the_network_reads():

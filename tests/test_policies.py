@@ -1,6 +1,6 @@
 """The two policies on the stock network: the numpy fast path acts and backpropagates as torch autograd does,
 in every shape the options allow (encoder depth, LSTM or none, noise or none, discrete or continuous,
-flat or pixel observations), with episode restarts."""
+flat or pixel observations, one value or two), with episode restarts."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ SHAPES = {  # id: (obs_shape, StockOptions fields)
     "frames-lstm-newest": ((3, 36, 36), {"frames": 1}),  # the convnet reads the last of the stack
     "frames-small-convnet": ((2, 64, 64), {"convnet": "small"}),  # averaged to 32 x 32, four convolutions
     "frames-small-convnet-unpooled": ((2, 36, 36), {"convnet": "small", "bfloat16": True}),
+    "two-values": ((4,), {"value_heads": 2}),  # the env's return's and the novelty bonus's (--novelty-value)
+    "two-values-own-critic": ((4,), {"value_heads": 2, "own_critic": True}),
+    "small-frames-two-values": ((3, 10, 10), {"value_heads": 2}),  # a grid world's picture
 }
 
 
@@ -124,7 +127,8 @@ def test_the_numpy_backward_pass_equals_autograd(shape, restarts, draw):
         restarted[t, b] = True
     # an arbitrary loss: sum(d_heads * head + d_values * value), plus a log std gradient for a Box
     d_heads = rng.standard_normal((steps, batch, 3)).astype(np.float32)
-    d_values = rng.standard_normal((steps, batch)).astype(np.float32)
+    values = () if model.value_heads == 1 else (model.value_heads,)
+    d_values = rng.standard_normal((steps, batch, *values)).astype(np.float32)
     d_log_std = rng.standard_normal(3).astype(np.float32) if model.log_std is not None else None
 
     expected = gradient(TorchPolicy(model), model, flat_grad, inputs, restarted, d_heads, d_values, d_log_std)

@@ -56,6 +56,10 @@ class Config:
     # mean square; 0: none;
     # auto: AUTO_NOVELTY_COEF on a flat vector of observations, none on pictures and Dict or Tuple ones (for_spaces)
     novelty_coef: Union[float, str] = "auto"
+    # which value learns the bonus's return: shared, the env's reward and the bonus summed, one value head; episodic,
+    # a value head of its own, its return ending with the episode; non-episodic, running on across episodes
+    # (random network distillation's); the policy follows both values' advantages summed
+    novelty_value: str = "shared"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -291,6 +295,16 @@ def network_rules(config: Config) -> list[Rule]:
             ">= 0 (0: no novelty bonus), or auto",
         ),
         ("normalize_obs", config.normalize_obs in (True, False, "auto"), "true, false or auto"),
+        (
+            "novelty_value",
+            config.novelty_value in ("shared", "episodic", "non-episodic"),
+            "one of shared, episodic, non-episodic",
+        ),
+        (
+            "novelty_value",
+            config.novelty_value == "shared" or not (config.model or config.replay_ratio),
+            "shared with --model or --replay-ratio above 0 (each learns one value)",
+        ),
     ]
 
 
@@ -395,6 +409,7 @@ STRUCTURAL_FIELDS = (
     "convnet",
     "frames",
     "novelty_coef",
+    "novelty_value",
     "center_values",
     "critic",
 )

@@ -15,7 +15,7 @@ from a3c.config.settings import Config, for_spaces
 from a3c.envs.batch import StepResult, make_env_batch
 from a3c.learn.distributions import Categorical, distribution, mask_logits, noise_effects
 from a3c.learn.noise_scale import adapted_noise_scale
-from a3c.learn.novelty import NoveltyBonus, arrivals
+from a3c.learn.novelty import NoveltyBonus, arrivals, per_value
 from a3c.learn.policies import make_policy
 from a3c.learn.replay import ReplayMemory, Rollout
 from a3c.learn.return_scale import ReturnScale
@@ -64,7 +64,8 @@ class NetOutputs(NamedTuple):
     """What the network gave along a rollout of T steps in B envs, before value_offset: the heads [T, B, n]
     (masked where the env masks actions: the loss and the replay score the policy that acted), the values
     [T, B], the values of the final observations where an episode was truncated [T, B] (0 elsewhere) and
-    the bootstrap values of the observations after the last step [B]."""
+    the bootstrap values of the observations after the last step [B]; each value [..., 2] where the network
+    has the novelty bonus's beside the env's return's (--novelty-value episodic or non-episodic)."""
 
     heads: np.ndarray
     values: np.ndarray
@@ -75,7 +76,8 @@ class NetOutputs(NamedTuple):
 class Estimates(NamedTuple):
     """What both losses read of a rollout under the network: log pi(a|s) of the actions taken and the
     entropies [T, B]; the values [T, B] and the bootstrap [B] as returns (value_offset added); the rewards
-    with each truncated episode's final value folded in."""
+    with each truncated episode's final value folded in. With the bonus's value of its own, values, bootstrap
+    and rewards are [..., 2]: the env's return's, then the bonus's."""
 
     log_probs: np.ndarray
     entropies: np.ndarray
@@ -155,10 +157,11 @@ class ActorLearner:
         played = self.play_rollout()
         update_started = time.perf_counter()
         config, steps = self.config, played.steps
-        novelty = self.add_novelty_bonus(steps)
-        estimates = self.estimates(steps, played.outputs)
+        bonus, novelty = self.novelty_bonus(steps)
+        estimates = self.estimates(steps, played.outputs, bonus)
+        dones = steps.dones if bonus is None else per_value(steps.dones, config.novelty_value)
         advantages = gae_advantages(
-            estimates.rewards, estimates.values, steps.dones, estimates.bootstrap, config.gamma, config.gae_lambda
+            estimates.rewards, estimates.values, dones, estimates.bootstrap, config.gamma, config.gae_lambda
         )
         loss = a3c_loss(
             estimates.log_probs,
@@ -184,13 +187,18 @@ class ActorLearner:
             novelty=novelty,
         )
 
-    def add_novelty_bonus(self, steps: Rollout) -> float:
-        """With --novelty-coef, the novelty bonus added to the rollout's rewards (a replay reuses it); returns
-        the mean error it came from, NaN without."""
+    def novelty_bonus(self, steps: Rollout) -> tuple[Optional[np.ndarray], float]:
+        """With --novelty-coef, the novelty bonus of the rollout's steps and the mean error it came from (NaN
+        without). With --novelty-value shared the bonus joins the rollout's rewards (a replay reuses it) and
+        None is returned; else it is returned [T, B], for the value of its own."""
         if self.novelty is None:
-            return math.nan
+            return None, math.nan
         arrived = arrivals(steps.observations, steps.next_obs)
-        return self.novelty.add_to(self.model, steps.rewards, arrived, steps.restarted, steps.valid)
+        bonus, error = self.novelty.of(self.model, arrived, steps.restarted, steps.valid)
+        if self.config.novelty_value != "shared":
+            return bonus, error
+        steps.rewards[...] += bonus
+        return None, error
 
     def measured_noise(self, heads: np.ndarray, steps: Rollout) -> dict[str, float]:
         """What the rollout's draws did to the policy and the scale they were drawn at; with --noise-kl-target,
@@ -272,7 +280,7 @@ class ActorLearner:
         state = policy.begin_rollout(self.state)
         start_state = policy.state_to_numpy(state) if replayable else ()
         steps = zero_steps(self.config.t_max, envs, replayable)
-        outputs = zero_outputs(steps.rewards.shape, envs.spec.num_actions)
+        outputs = zero_outputs(steps.rewards.shape, envs.spec.num_actions, self.model.value_heads)
         observations, finished_returns, finished_lengths = [], [], []
         for t in range(self.config.t_max):
             observations.append(envs.obs)
@@ -331,7 +339,7 @@ class ActorLearner:
         if self.config.noise_draw != "episode":  # draws held for episodes stay for the acting's next rollout
             self.draw_noise()
         state = policy.begin_rollout(policy.state_from_numpy(rollout.start_state))
-        outputs = zero_outputs(rollout.rewards.shape, self.envs.spec.num_actions)
+        outputs = zero_outputs(rollout.rewards.shape, self.envs.spec.num_actions, self.model.value_heads)
         for t, obs in enumerate(rollout.observations):
             outputs.heads[t], outputs.values[t], state = self.act(obs, state, row(rollout.action_masks, t))
             if rollout.truncated[t].any():
@@ -348,24 +356,30 @@ class ActorLearner:
         """The values of `obs` from `state`, outside the rollout's recorded steps: a bootstrap."""
         return self.policy.act(obs, state, record=False)[1]
 
-    def estimates(self, steps: Rollout, outputs: NetOutputs) -> Estimates:
-        """What the loss reads of a rollout's steps and the network's outputs along them."""
+    def estimates(self, steps: Rollout, outputs: NetOutputs, bonus: Optional[np.ndarray] = None) -> Estimates:
+        """What the loss reads of a rollout's steps and the network's outputs along them; with `bonus` [T, B], the
+        novelty bonus's rewards for its value of its own."""
         offset = value_offset(self.model.value_stats)
+        rewards, truncated = steps.rewards, steps.truncated
+        if bonus is not None:  # the env's return's value centred as it is, the bonus's not
+            offset = np.array([offset, 0.0], dtype=np.float32)
+            rewards = np.stack([rewards, bonus], axis=-1)
+            truncated = per_value(truncated, self.config.novelty_value)
         values, final_values, bootstrap = (
             offset + outputs.values,
             offset + outputs.final_values,
             offset + outputs.bootstrap,
         )
         log_probs, entropies = self.distribution.log_prob_entropy(outputs.heads, self.policy.log_std, steps.actions)
-        rewards = fold_truncation_bootstrap(steps.rewards, steps.truncated, final_values, self.config.gamma)
+        rewards = fold_truncation_bootstrap(rewards, truncated, final_values, self.config.gamma)
         return Estimates(log_probs, entropies, values, rewards, bootstrap)
 
     def track_value_targets(self, targets: np.ndarray, valid: np.ndarray) -> None:
-        """With --center-values, the running statistics of the value targets, from new experience only
-        (a replay's would count the same steps again)."""
+        """With --center-values, the running statistics of the value targets (the env's return's, where the
+        bonus has a value of its own), from new experience only (a replay's would count the same steps again)."""
         if self.model.value_stats is None:
             return
-        targets = targets[valid]
+        targets = (targets if targets.ndim == valid.ndim else targets[..., 0])[valid]
         if np.isfinite(targets).all():  # a NaN reward's are left out, as the worker drops its gradient
             self.model.value_stats.update(torch.from_numpy(targets))
 
@@ -375,8 +389,7 @@ class ActorLearner:
         """A rollout's loss backpropagated into the flat gradient, and the update's report: `report` holds
         its fields that depend on the kind of rollout, `since` is when the update began."""
         loss, d_loss = loss
-        visited = None if report.get("replayed") or self.novelty is None else steps.observations[steps.valid]
-        grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted, visited)
+        grad_norm = self.backpropagate(heads, steps.actions, d_loss, steps.restarted, not report.get("replayed"))
         return self.flat_grad, RolloutReport(
             policy_loss=loss.policy,
             value_loss=loss.value,
@@ -392,18 +405,18 @@ class ActorLearner:
         actions: np.ndarray,
         d_loss: LossGradient,
         restarted: np.ndarray,
-        visited: Optional[np.ndarray] = None,
+        new_rollout: bool = True,
     ) -> float:
-        """The loss's gradient into the flat gradient, through the distribution and the network, and the
-        novelty predictor's on the `visited` observations where given (a new rollout's: a replay's would
-        count its visits twice); clipped. Returns the norm before clipping."""
+        """The loss's gradient into the flat gradient, through the distribution and the network, and with a
+        `new_rollout` the novelty predictor's on what it reached (a replay's would count its visits twice);
+        clipped. Returns the norm before clipping."""
         d_heads, d_log_std = self.distribution.backward(
             heads, self.policy.log_std, actions, d_loss.log_probs, d_loss.entropies
         )
         self.flat_grad.zero_()  # the gradient of this rollout only (docs/design/facts.md, fact 1)
         self.policy.backward(d_heads, d_loss.values, d_log_std, restarted)
-        if visited is not None:
-            self.novelty.backward(self.model, visited)
+        if new_rollout and self.novelty is not None:
+            self.novelty.backward()
         return clip_norm_(self.flat_grad, self.config.max_grad_norm).item()
 
 
@@ -430,13 +443,14 @@ def zero_steps(steps: int, envs, replayable: bool) -> Rollout:
     )
 
 
-def zero_outputs(shape: tuple[int, int], num_actions: int) -> NetOutputs:
-    """Zeroed buffers for what the network gives along a rollout of `shape` = (T, B) steps; the bootstrap
-    comes after the last step."""
+def zero_outputs(shape: tuple[int, int], num_actions: int, value_heads: int = 1) -> NetOutputs:
+    """Zeroed buffers for what the network gives along a rollout of `shape` = (T, B) steps, of a network with
+    `value_heads` values; the bootstrap comes after the last step."""
+    values = shape if value_heads == 1 else (*shape, value_heads)
     return NetOutputs(
         np.zeros((*shape, num_actions), dtype=np.float32),
-        np.zeros(shape, dtype=np.float32),
-        np.zeros(shape, dtype=np.float32),
+        np.zeros(values, dtype=np.float32),
+        np.zeros(values, dtype=np.float32),
         None,
     )
 

@@ -35,6 +35,14 @@ def novelty_bonus(errors: np.ndarray, scale: float, restarted: np.ndarray, coef:
     return np.where(restarted, 0.0, coef * (errors - center) / scale).astype(np.float32)
 
 
+def per_value(flags: np.ndarray, novelty_value: str) -> np.ndarray:
+    """A rollout's per-step flags [T, B] (its episode ends, its truncations) for the two values of --novelty-value
+    episodic or non-episodic, [T, B, 2]: the env's return's as they are; the bonus's the same where its return is
+    episodic, none where it runs on across episodes (random network distillation's: an episode's end costs no
+    bonus, and the next episode's first observation bootstraps it)."""
+    return np.stack([flags, flags if novelty_value == "episodic" else np.zeros_like(flags)], axis=-1)
+
+
 def novelty_inputs(model: Network, observations: np.ndarray, learn_from: Optional[np.ndarray] = None) -> torch.Tensor:
     """What the novelty's networks read of observations [..., *obs_shape], a row each: a flat observation as the
     network reads it (normalised where it normalises); a picture or a Dict or Tuple's parts viewed and normalised
@@ -51,27 +59,35 @@ def novelty_inputs(model: Network, observations: np.ndarray, learn_from: Optiona
 
 
 class NoveltyBonus:
-    """A worker's bonus: the running scale of its errors, and the predictor's gradient."""
+    """A worker's bonus: the running scale of its errors, and the predictor's gradient on what its last rollout
+    reached. One pass of the novelty's networks a rollout serves both: the errors that make the bonus are those
+    the predictor then learns from."""
 
     def __init__(self, coef: float):
         self.coef = coef
         self.errors = RunningNorm(())
+        self.reached: Optional[torch.Tensor] = None  # the last rollout's errors, in the predictor's graph
 
-    @torch.no_grad()
-    def add_to(
-        self, model: Network, rewards: np.ndarray, arrived: np.ndarray, restarted: np.ndarray, valid: np.ndarray
-    ) -> float:
-        """Add each step's bonus to `rewards` [T, B] in place (`arrived`: what each step led to, `restarted` and
-        `valid` [T, B] as the rollout has them), and return the mean error over the valid steps."""
+    def of(
+        self, model: Network, arrived: np.ndarray, restarted: np.ndarray, valid: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """Each step's bonus [T, B] (`arrived`: what each step led to, `restarted` and `valid` [T, B] as the rollout
+        has them), and the mean error over the valid steps, whose errors `backward` trains on."""
+        self.reached = None
         if not valid.any():  # no env stepped: nothing to score, and no statistics to move
-            return math.nan
-        errors = model.novelty.errors(novelty_inputs(model, arrived, learn_from=valid)).numpy().reshape(rewards.shape)
+            return np.zeros(valid.shape, dtype=np.float32), math.nan
+        with torch.no_grad():
+            inputs = novelty_inputs(model, arrived, learn_from=valid)
+        errors = model.novelty.errors(inputs)
+        self.reached = errors[torch.from_numpy(valid.reshape(-1))]
+        errors = errors.detach().numpy().reshape(valid.shape)
         self.errors.update(torch.from_numpy(errors[valid]))
         scale = math.sqrt(self.errors.var.item() + self.errors.mean.item() ** 2) + 1e-8
-        rewards += novelty_bonus(errors, scale, restarted, self.coef)
-        return float(errors[valid].mean())
+        return novelty_bonus(errors, scale, restarted, self.coef), float(errors[valid].mean())
 
-    @staticmethod
-    def backward(model: Network, observations: np.ndarray) -> None:
-        """The predictor's gradient on `observations` [N, size] (its mean squared error), added to its .grad."""
-        model.novelty.errors(novelty_inputs(model, observations)).mean().backward()
+    def backward(self) -> None:
+        """The predictor's gradient on the observations the last rollout reached (their mean squared error),
+        added to its .grad; once a rollout."""
+        if self.reached is not None:
+            self.reached.mean().backward()
+            self.reached = None

@@ -1,6 +1,8 @@
 """The math of one update: returns, advantages and the actor-critic loss with its gradient. Pure numpy.
 
-Shapes: [T, B] for T rollout steps of B environments; [B] for bootstrap values.
+Shapes: [T, B] for T rollout steps of B environments; [B] for bootstrap values. Returns and advantages
+take [T, B, V] and [B, V] too, for V values each learning a return of its own (the env's and the novelty
+bonus's: --novelty-value), with per-step flags [T, B, V].
 `dones[t]` is 1 where the episode ended at step t (terminated or truncated); a
 truncated episode's bootstrap from V(s_final) is folded into its reward first.
 """
@@ -92,7 +94,8 @@ class Loss(NamedTuple):
 
 
 class LossGradient(NamedTuple):
-    """d total / d log-prob, d total / d entropy and d total / d value of every step, each [T, B]."""
+    """d total / d log-prob, d total / d entropy and d total / d value of every step, each [T, B] (the values
+    [T, B, V] where the loss had V of them)."""
 
     log_probs: np.ndarray
     entropies: np.ndarray
@@ -122,14 +125,16 @@ def actor_critic_loss(
 
     sum_w(x) = sum(weights * x); `weights` [T, B] come from `loss_weights`. A and the
     value targets are constants, so d/d log-prob = -w * A and, with value_errors =
-    targets - V, d/d V = -value_loss_coef * w * value_errors.
+    targets - V, d/d V = -value_loss_coef * w * value_errors. `value_errors` may be [T, B, V]: each of V
+    values' errors weighted as its step is, their squares summed.
     """
+    value_weights = weights.reshape(weights.shape + (1,) * (value_errors.ndim - weights.ndim))
     policy = -float((weights * log_probs * policy_advantages).sum())
-    value = 0.5 * float((weights * value_errors**2).sum())
+    value = 0.5 * float((value_weights * value_errors**2).sum())
     entropy = float((weights * entropies).sum())
     total = policy + value_loss_coef * value - entropy_coef * entropy
     gradient = LossGradient(
-        -weights * policy_advantages, -entropy_coef * weights, -value_loss_coef * weights * value_errors
+        -weights * policy_advantages, -entropy_coef * weights, -value_loss_coef * value_weights * value_errors
     )
     return Loss(total, policy, value, entropy), gradient
 
@@ -144,14 +149,15 @@ def a3c_loss(
 ) -> tuple[Loss, LossGradient]:
     """The on-policy loss, averaged over [T, B]: the value target is advantages + values,
     so the value error is the advantage itself. `mask` (1 = a real transition) leaves
-    out the steps that only reset an env.
+    out the steps that only reset an env. Advantages [T, B, V] of V values: the policy follows their sum,
+    each value its own error.
     """
     return actor_critic_loss(
         log_probs,
         entropies,
-        advantages,
+        advantages if advantages.ndim == log_probs.ndim else advantages.sum(axis=-1),
         advantages,
         value_loss_coef,
         entropy_coef,
-        loss_weights(advantages.shape, mask),
+        loss_weights(log_probs.shape, mask),
     )

@@ -212,7 +212,8 @@ class Network(nn.Module):
     """What the trainer needs of any network: inputs and state in, (head, value, state) out.
 
     `head` [B, n]: logits for a Discrete space, the Gaussian mean before its squash into
-    the bounds for a Box space; `value` [B]. Subclasses build the layers and define
+    the bounds for a Box space; `value` [B], or [B, value_heads] where the network learns more than one
+    return (the stock network's with --novelty-value episodic or non-episodic). Subclasses build the layers and define
     initial_state() and forward(inputs, state). With `center_values` the value is the
     return less the running mean of the value targets (`value_stats`), which the
     learner adds back.
@@ -233,6 +234,7 @@ class Network(nn.Module):
         self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.novelty: Optional[nn.Module] = None  # --novelty-coef's networks (a3c/nets/novelty.py), set by the factory
         self.novelty_norm: Optional[RunningNorm] = None  # their statistics of a picture or a Dict's parts, likewise
+        self.value_heads = 1
 
     def initial_state(self, batch_size: int) -> State:
         return ()
@@ -286,6 +288,7 @@ class StockOptions:
     center_frames: bool = False  # each frame less its own mean pixel
     convnet: str = "a3c"  # the frames encoder's convolutions: "a3c" or "small" (`convolutions`)
     frames: int = 0  # the newest this many of the stacked frames the convnet reads (0: all)
+    value_heads: int = 1  # 2: the env's return's value and the novelty bonus's, each of its own
 
 
 class ActorCritic(Network):
@@ -325,7 +328,8 @@ class ActorCritic(Network):
         self.critic_encoder = make_encoder() if options.own_critic else None
         value_inputs = self.hidden_size * (2 if options.own_critic and self.lstm is not None else 1)
         head = (lambda size, n: NoisyLinear(size, n, options.sigma_init)) if options.noisy else nn.Linear
-        self.policy, self.value = head(self.hidden_size, num_actions), head(value_inputs, 1)
+        self.value_heads = options.value_heads
+        self.policy, self.value = head(self.hidden_size, num_actions), head(value_inputs, options.value_heads)
 
     def initial_state(self, batch_size: int) -> State:
         if self.lstm is None:

@@ -32,6 +32,7 @@ def stock_options(config: Config, spec: EnvSpec) -> StockOptions:
         center_frames=config.center_frames,
         convnet=config.convnet,
         frames=config.frames,
+        value_heads=1 if config.novelty_value == "shared" else 2,
     )
 
 
@@ -48,6 +49,11 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
         raise ConfigError(
             "--learner numpy runs flat observations and frames only; a Dict or Tuple observation "
             "trains with --learner auto or torch"
+        )
+    if config.novelty_value != "shared" and not config.novelty_coef:
+        raise ConfigError(
+            f"--novelty-value {config.novelty_value} learns the novelty bonus's return, and this run has no bonus: "
+            "give --novelty-coef above 0 (auto is 0 on pictures and Dict or Tuple observations)"
         )
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))

@@ -64,6 +64,8 @@ class ExportedPolicy(nn.Module):
         model = self.model
         state = inputs[1:] if self.spec.action_mask is not None else inputs
         head, value, next_state = model(model.normalize(obs), tuple(state))
+        if model.value_heads > 1:  # the env's return's value; the novelty bonus's is the trainer's alone
+            value = value[..., 0]
         if self.spec.action_mask is not None:  # the logits out are the masked policy's
             head = head.masked_fill(~inputs[0], MASKED_LOGIT)
         value = (value + self.value_offset) * self.value_scale

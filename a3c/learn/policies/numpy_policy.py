@@ -181,10 +181,11 @@ class NumpyPolicy(Policy):
             self.steps.append(Step(activations, state, trace, features, critic_activations, value_inputs))
         if self.policy_weight.ndim == 2:
             head = features @ self.policy_weight_t + self.policy_bias
-            value = value_inputs @ self.value_weight[0] + self.value_bias[0]
+            values = value_inputs @ self.value_weight.T + self.value_bias
         else:  # NoisyNet's draw an env: row b through its own heads
             head = np.einsum("bi,boi->bo", features, self.policy_weight) + self.policy_bias
-            value = np.einsum("bi,bi->b", value_inputs, self.value_weight[:, 0]) + self.value_bias[:, 0]
+            values = np.einsum("bi,boi->bo", value_inputs, self.value_weight) + self.value_bias
+        value = values[:, 0] if self.model.value_heads == 1 else values  # [B], or [B, value_heads]
         return head, value, (() if trace is None else (trace.hidden, trace.cell))
 
     def mean_heads(self) -> Optional[np.ndarray]:
@@ -209,7 +210,8 @@ class NumpyPolicy(Policy):
         d_features, d_weight, d_bias = heads_backward(features, d_heads, self.policy_weight)
         write_layer_grads(model.policy, d_weight, d_bias)
         value_inputs = features if self.critic_encoder is None else np.stack([step.value_inputs for step in steps])
-        d_value_inputs, d_weight, d_bias = heads_backward(value_inputs, d_values[..., None], self.value_weight)
+        d_values = d_values[..., None] if model.value_heads == 1 else d_values
+        d_value_inputs, d_weight, d_bias = heads_backward(value_inputs, d_values, self.value_weight)
         write_layer_grads(model.value, d_weight, d_bias)
         if self.critic_encoder is None:
             d_features += d_value_inputs
