@@ -174,8 +174,9 @@ def namespaces_can_be_made() -> str:
         return "network namespaces need root"
     if shutil.which("ip") is None or shutil.which("tc") is None:
         return "needs iproute2's ip and tc"
-    probe = subprocess.run(["ip", "netns", "add", "a3c-probe"], capture_output=True, text=True)
-    subprocess.run(["ip", "netns", "del", "a3c-probe"], capture_output=True)
+    name = f"a3c-probe-{os.getpid()}"  # its own: several test processes may ask at once
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     return "" if probe.returncode == 0 else f"ip netns add failed: {probe.stderr.strip()}"
 
 

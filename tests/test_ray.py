@@ -234,14 +234,15 @@ def test_observation_statistics_merge_across_groups_over_two_shards_and_workers_
 @pytest.mark.timeout(90)
 def test_a_killed_node_group_is_replaced_and_the_run_resumes_on_its_own_instance(tmp_path, ray_address):
     run_dir = tmp_path / "run"
+    earlier = tuple(actor_pids("NodeGroup"))  # an earlier run's, still ending
     process = start_cli(
         *ray_run(run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000", "--log-interval", "2000")
     )
     try:
-        killed = wait_for_actors("NodeGroup", 2)[0]
+        killed = wait_for_actors("NodeGroup", 2, excluding=earlier)[0]
         wait_for_metrics_rows(run_dir, 2)
         os.kill(killed, signal.SIGKILL)
-        wait_for_actors("NodeGroup", 2, excluding=(killed,))  # its replacement
+        wait_for_actors("NodeGroup", 2, excluding=(*earlier, killed))  # its replacement
         rows = len((run_dir / "metrics.csv").read_text().splitlines())
         wait_for_metrics_rows(run_dir, rows + 2)  # training goes on
     finally:
@@ -289,13 +290,14 @@ def test_a_worker_that_raises_in_a_node_group_is_restarted_until_its_restarts_ru
 def test_losing_the_global_model_ends_the_run_and_keeps_the_last_checkpoint(tmp_path, ray_address):
     run_dir = tmp_path / "run"
     last_pt = run_dir / "checkpoints" / "last.pt"
+    earlier = tuple(actor_pids("GlobalShard"))  # an earlier run's, still ending
     process = start_cli(
         *ray_run(
             run_dir, ray_address, "--target-return", "none", "--max-steps", "50000000", "--checkpoint-interval", "0.3"
         )
     )
     try:
-        shard = wait_for_actors("GlobalShard", 1)[0]
+        shard = wait_for_actors("GlobalShard", 1, excluding=earlier)[0]
         deadline = time.monotonic() + 30
         while not last_pt.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
