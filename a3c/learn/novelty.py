@@ -1,5 +1,5 @@
 """The novelty bonus of --novelty-coef: a reward for reaching observations the novelty's networks predict
-badly (a3c/nets/novelty.py), and the predictor's training on the observations a rollout visited.
+badly (a3c/nets/novelty.py), and the predictor's training on the observations a rollout reached.
 
 Each worker centres its errors on their rollout's mean and divides them by their running root mean square
 (random network distillation divides by a running spread), so the coefficient means the same whatever the

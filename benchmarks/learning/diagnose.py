@@ -21,7 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
 
@@ -92,17 +94,29 @@ def copies_of_a_run(options: str, every: float, folder: Path) -> list[Path]:
     return copies
 
 
+def add_checkpoint_options(parser: argparse.ArgumentParser, every: float) -> None:
+    """The checkpoints to read: named ones, and with --run the copies of a run trained for it."""
+    parser.add_argument("checkpoints", nargs="*", type=Path)
+    parser.add_argument("--run", metavar="OPTIONS", help="train with these main.py options and read its copies")
+    parser.add_argument("--every", type=float, default=every, help="seconds between copies of last.pt (--run)")
+
+
+@contextmanager
+def checkpoints_given(args: argparse.Namespace) -> Iterator[list[Path]]:
+    """The checkpoints of add_checkpoint_options' arguments: the named ones, then the run's copies (trained
+    first), which last as long as the context."""
+    with tempfile.TemporaryDirectory() as tmp:
+        yield args.checkpoints + (copies_of_a_run(args.run, args.every, Path(tmp)) if args.run else [])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoints", nargs="*", type=Path)
-    parser.add_argument("--run", metavar="OPTIONS", help="train with these main.py options and diagnose its copies")
-    parser.add_argument("--every", type=float, default=1.0, help="seconds between copies of last.pt (--run)")
+    add_checkpoint_options(parser, every=1.0)
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=123)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = args.checkpoints + (copies_of_a_run(args.run, args.every, Path(tmp)) if args.run else [])
+    with checkpoints_given(args) as paths:
         rows, seen = [], set()
         for path in paths:
             found = diagnose(path, args.envs, args.steps, args.seed)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
@@ -26,7 +25,7 @@ from a3c.envs.make import make_env
 from a3c.learn.checkpoint import load_checkpoint
 
 from harness.launch import print_table
-from learning.diagnose import copies_of_a_run
+from learning.diagnose import add_checkpoint_options, checkpoints_given
 
 COLUMNS = ("key", "door", "goal", "length", "goal's room")
 
@@ -51,14 +50,11 @@ def behaviour(path: Path, episodes: int, seed: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoints", nargs="*", type=Path)
-    parser.add_argument("--run", metavar="OPTIONS", help="train with these main.py options and probe its copies")
-    parser.add_argument("--every", type=float, default=6.0, help="seconds between copies of last.pt (--run)")
+    add_checkpoint_options(parser, every=6.0)
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--seed", type=int, default=123)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = args.checkpoints + (copies_of_a_run(args.run, args.every, Path(tmp)) if args.run else [])
+    with checkpoints_given(args) as paths:
         rows = [
             [f"{load_checkpoint(path)['env_steps']:,}"]
             + [f"{value:.0f}" if name == "length" else f"{value:.2f}" for name, value in zip(COLUMNS, found)]
