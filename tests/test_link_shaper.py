@@ -11,7 +11,9 @@ import sys
 import pytest
 from scale import link_shaper, netns_hosts
 
-from .conftest import namespaces_can_be_made
+from .conftest import MACHINE_WIDE, namespaces_can_be_made
+
+pytestmark = MACHINE_WIDE
 
 DELAY_MS, RATE_MBIT = 20.0, 10.0
 
