@@ -126,6 +126,13 @@ TRAIN_OPTIONS = [
         type=click.Choice(["shared", "episodic", "non-episodic"]),
     ),
     option(
+        "--novelty-scale",
+        "what the bonus is divided by, a running spread: step, its errors' root mean square (the weight: about a "
+        "step's bonus on new ground); return, its discounted sum's standard deviation (the weight: about the spread "
+        "of the bonus's return)",
+        type=click.Choice(["step", "return"]),
+    ),
+    option(
         "--model",
         "module:function returning your own torch network instead of the stock one (docs/guides/own-network.md)",
     ),

@@ -60,6 +60,10 @@ class Config:
     # a value head of its own, its return ending with the episode; non-episodic, running on across episodes
     # (random network distillation's); the policy follows both values' advantages summed
     novelty_value: str = "shared"
+    # what each worker divides the bonus by, a running spread: step, its errors' root mean square (the weight is
+    # about the bonus of a step to new ground); return, the standard deviation of the bonus's discounted sums
+    # (random network distillation's: the weight is about the spread of the bonus's return)
+    novelty_scale: str = "step"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -295,6 +299,7 @@ def network_rules(config: Config) -> list[Rule]:
             ">= 0 (0: no novelty bonus), or auto",
         ),
         ("normalize_obs", config.normalize_obs in (True, False, "auto"), "true, false or auto"),
+        ("novelty_scale", config.novelty_scale in ("step", "return"), "one of step, return"),
         (
             "novelty_value",
             config.novelty_value in ("shared", "episodic", "non-episodic"),

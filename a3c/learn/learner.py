@@ -129,7 +129,11 @@ class ActorLearner:
         self.noise_rows = None if config.noise_draw == "worker" else len(self.envs)
         self.episode_ended = torch.ones(len(self.envs), dtype=torch.bool)  # the envs a held draw is due for
         self.noise_scale = 1.0  # the next draws' epsilon times this; --noise-kl-target adapts it
-        self.novelty = None if self.model.novelty is None else NoveltyBonus(config.novelty_coef)
+        self.novelty = (
+            None
+            if self.model.novelty is None
+            else NoveltyBonus(config.novelty_coef, config.novelty_scale, config.gamma)
+        )
         stats = self.model.return_stats
         self.return_scale = None if stats is None else ReturnScale(len(self.envs), config.gamma, stats)
 
