@@ -16,27 +16,28 @@ its 8x8 map is found by random play in about 1 of 500 episodes, too often to tel
 and the Zoo has no settings for it. With --pictures, the sparse tasks seen as pictures instead: DeepSea 20 drawn
 as a grey 20 x 20 image (a3c/PixelDeepSea20-v0), and KeyDoor (a3c/envs/key_door.py: a key, a locked door and a
 goal in a room drawn from above, channels last, the only reward at the goal) at 8 x 8, which random play finds in
-about 6 episodes of 100, and 16 x 16, about 1 of 100; the RL Zoo has no settings for them. And Montezuma's
+about 6 episodes of 100, and 16 x 16, about 1 of 100; the RL Zoo has no settings for them, and SB3 PPO runs there
+with its MiniGrid settings (grid worlds of keys, doors and goals seen from above). And Montezuma's
 Revenge (ALE/MontezumaRevenge-v5, sticky actions), the hard-exploration game the novelty bonus was made for: an
 hour a run (--max-minutes 60, 4 processes, the Atari preset, which names no bonus: "defaults" is without it,
 `--novelty-coefs 0.1` adds the contender with it), 3 seeds, its greedy score at the end.
 
-The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on these flat
-observations the novelty bonus, --novelty-coef auto = 0.1, and normalised observations; the NoisyNet heads on,
-sigma 0.017 a weight at the start, one draw a rollout for all of a worker's envs), the defaults with
-`--no-noise`, without the novelty bonus, and without both; the defaults with each other novelty bonus of
---novelty-coefs, with and without the noise; and, without the novelty bonus, the noise's variants: the larger
-starting sigmas of --sigmas, each with each --noise-draw (one draw a rollout for all of a worker's envs, one a
-rollout for each env, one for each env held for its episode), each of --kl-targets (the draws scaled to hold that
-KL from the mean policy: --noise-kl-target), and `--no-noise` with a larger entropy bonus, each of
---entropy-coefs (dithering; the best of them is the tuned one); on MountainCar also SB3 A2C and PPO with the
-Zoo's settings. Each run stops at the task's target once new greedy episodes confirm it, or at 1M env steps
-(the trainer's default --max-steps), or at the task's timeout. Reported per task and contender: seeds solved, env
-steps to the confirmed solve (median and range), the final greedy return, and, as medians over the run's metrics.csv
-rows then over seeds, the policy's entropy and what the noise did to it (noise_kl, noise_flips, noise_consistency,
-noise_share, noise_scale: docs/reference/run-directory.md), and the novelty's error where a contender has its bonus.
-Each run writes its record (harness/records.py, suite exploration) as it ends, through zoo.py's runs: ours as "a3c"
-(the defaults) or "a3c, " and the contender's name ("no novelty" said "no novelty bonus"), SB3's as zoo.py names them.
+The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on these flat observations the
+novelty bonus, --novelty-coef auto = 0.1, and normalised observations; the NoisyNet heads on, sigma 0.017 a weight
+at the start, one draw a rollout for all of a worker's envs), the defaults with `--no-noise`, without the novelty
+bonus, and without both; the defaults with each other novelty bonus of --novelty-coefs, with and without the noise;
+and, without the novelty bonus, the noise's variants: the larger starting sigmas of --sigmas, each with each
+--noise-draw (one draw a rollout for all of a worker's envs, one a rollout for each env, one for each env held for
+its episode), each of --kl-targets (the draws scaled to hold that KL from the mean policy: --noise-kl-target), and
+`--no-noise` with a larger entropy bonus, each of --entropy-coefs (dithering; the best of them is the tuned one); on
+MountainCar also SB3 A2C and PPO with the Zoo's settings, on the grid pictures SB3 PPO. Each run stops at the task's
+target once new greedy episodes confirm it, or at 1M env steps (the trainer's default --max-steps), or at the task's
+timeout. Reported per task and contender: seeds solved, env steps to the confirmed solve (median and range), the
+final greedy return, and, as medians over the run's metrics.csv rows then over seeds, the policy's entropy and what
+the noise did to it (noise_kl, noise_flips, noise_consistency, noise_share, noise_scale:
+docs/reference/run-directory.md), and the novelty's error where a contender has its bonus. Each run writes its
+record (harness/records.py, suite exploration) as it ends, through zoo.py's runs: ours as "a3c" (the defaults) or
+"a3c, " and the contender's name ("no novelty" said "no novelty bonus"), SB3's as zoo.py names them.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ PICTURES = {
 }  # fmt: skip
 TASK_OPTIONS = {"ALE/MontezumaRevenge-v5": {"num_processes": 4, "max_minutes": 60}}  # every contender's, there
 COMMAND = make_command("bench-explore", "EXPLORE_ARGS", sys.argv[1:])
-WITH_SB3 = {"MountainCar-v0"}  # the tasks the RL Zoo has settings for
+# the tasks with RL Zoo settings, and its algorithms there (the pictures: its MiniGrid PPO, learning/zoo_settings.py)
+WITH_SB3 = {"MountainCar-v0": ("a2c", "ppo"), **{task: ("ppo",) for task in PICTURES if task.startswith("a3c/")}}
 FIGURES = ("entropy", *EXPLORATION_COLUMNS)
 DRAWS = {"worker": "", "env": ", a draw an env", "episode": ", a draw an env's episode"}  # --noise-draw
 
@@ -117,9 +119,8 @@ def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
         )
         for name, given in options.items()
     }
-    if env in WITH_SB3:
-        found["SB3 A2C (Zoo)"] = lambda seed, suite: sb3("a2c", env, seed, suite)
-        found["SB3 PPO (Zoo)"] = lambda seed, suite: sb3("ppo", env, seed, suite)
+    for algo in WITH_SB3.get(env, ()):
+        found[f"SB3 {algo.upper()} (Zoo)"] = lambda seed, suite, algo=algo: sb3(algo, env, seed, suite)
     return {name: run for name, run in found.items() if not only or name in only}
 
 

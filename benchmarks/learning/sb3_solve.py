@@ -30,6 +30,7 @@ from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization  # noqa: E402
 
+from a3c.envs.own import register_own  # noqa: E402
 from a3c.parallel.evaluation import confirms  # noqa: E402  the rule our evaluator applies
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the harness and the suites
@@ -108,6 +109,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     n_envs, budget, normalize, hyperparams = ZOO[(args.env, args.algo)]
+    register_own(args.env)  # the sparse picture tasks (a3c/ ids) are this project's envs
     env = make_envs(args.env, n_envs, args.seed, normalize, training=True)
     eval_env = make_envs(args.env, args.eval_episodes, args.seed + 10_000, normalize, training=False)
     model = ALGOS[args.algo](policy="MlpPolicy", env=env, seed=args.seed, device="cpu", **hyperparams)

@@ -127,6 +127,16 @@ for task, values in PPO_MUJOCO.items():
     wide = dict(policy_kwargs=WIDE) if task in ("HalfCheetah-v5", "Hopper-v5") else {}
     ZOO[(task, "ppo")] = (1, 1_000_000, True, {**dict(zip(PPO_NAMES, values)), **wide})
 ZOO[("Ant-v5", "ppo")] = (1, 1_000_000, True, {})  # the Zoo's MuJoCo defaults: SB3's own settings
+# The sparse tasks seen as pictures (explore.py --pictures): the Zoo has no entry for them; its MiniGrid entries
+# (grid worlds of keys, doors and goals seen from above, after the rl-starter-files' PPO) are the nearest. Their
+# observations are flattened for the MLP (the Zoo flattens MiniGrid's too) and normalised; the budget is the
+# trainer's default, 1M env steps, where the Zoo's MiniGrid tasks take 100k.
+MINIGRID_PPO = dict(
+    n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0, learning_rate=2.5e-4,
+    clip_range=0.2,
+)  # fmt: skip
+for task in ("a3c/PixelDeepSea20-v0", "a3c/KeyDoor8-v0", "a3c/KeyDoor16-v0"):
+    ZOO[(task, "ppo")] = (8, 1_000_000, True, MINIGRID_PPO)
 ZOO[("Swimmer-v5", "ppo")] = (
     4,
     1_000_000,
