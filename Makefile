@@ -26,7 +26,8 @@ $(EXTRAS:%=$(VENV)/.%-installed): $(VENV)/.%-installed: requirements-%.txt $(VEN
 	touch $@
 
 test: atari-venv box2d-venv ray-venv video-venv minatar-venv mujoco-venv docs-venv tune-venv track-venv export-venv lint-venv
-	$(PY) -m pytest -q --numprocesses auto --dist loadgroup --durations=15   # a worker a core; the slowest tests named: the suite is kept under 10 minutes
+	$(PY) -m pytest -q -m "not machine_wide" --numprocesses auto --durations=10   # a worker a core (pytest-xdist)
+	$(PY) -m pytest -q -m machine_wide --durations=10   # Ray and network namespaces are the machine's: one at a time
 
 # ruff's checks and format, and the layers contract (pyproject.toml): imports only go down
 lint: lint-venv

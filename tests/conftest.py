@@ -23,10 +23,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # the benchmarks' packages (harness, learning, speed, scale, faults), imported as their scripts import them
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
-# Ray's instances and the network namespaces are the machine's, not a test's: under `make test`'s xdist
-# (--dist loadgroup) the tests that start them share one worker and run one after another.
-MACHINE_WIDE = pytest.mark.xdist_group("machine-wide")
-
 
 def _swallow(*args, **kwargs) -> None:
     pass

@@ -14,10 +14,10 @@ import pytest
 from scale import netns_cluster, netns_hosts
 from scale import ray_exposure as exposure
 
-from .conftest import MACHINE_WIDE, REPO_ROOT, namespaces_can_be_made, our_namespaces
+from .conftest import REPO_ROOT, namespaces_can_be_made, our_namespaces
 
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
-pytestmark = [pytest.mark.slow, MACHINE_WIDE]
+pytestmark = [pytest.mark.slow, pytest.mark.machine_wide]
 
 SCRIPT = str(REPO_ROOT / "benchmarks" / "scale" / "netns_cluster.py")
 

@@ -11,9 +11,9 @@ import sys
 import pytest
 from scale import link_shaper, netns_hosts
 
-from .conftest import MACHINE_WIDE, namespaces_can_be_made
+from .conftest import namespaces_can_be_made
 
-pytestmark = MACHINE_WIDE
+pytestmark = pytest.mark.machine_wide
 
 DELAY_MS, RATE_MBIT = 20.0, 10.0
 

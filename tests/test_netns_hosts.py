@@ -8,9 +8,9 @@ import subprocess
 import pytest
 from scale import netns_hosts
 
-from .conftest import MACHINE_WIDE, namespaces_can_be_made, our_namespaces
+from .conftest import namespaces_can_be_made, our_namespaces
 
-pytestmark = MACHINE_WIDE
+pytestmark = pytest.mark.machine_wide
 
 
 def cpu_group_of(cgroup_file: str) -> str:

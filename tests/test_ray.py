@@ -22,10 +22,10 @@ import pytest
 
 from a3c.learn.checkpoint import load_checkpoint
 
-from .conftest import MACHINE_WIDE, REPO_ROOT, assert_one_line_usage_error, run_cli, start_cli, wait_for_metrics_rows
+from .conftest import REPO_ROOT, assert_one_line_usage_error, run_cli, start_cli, wait_for_metrics_rows
 
 pytest.importorskip("ray", reason="the Ray backend needs pip install -r requirements-ray.txt")
-pytestmark = [pytest.mark.slow, MACHINE_WIDE]
+pytestmark = [pytest.mark.slow, pytest.mark.machine_wide]
 
 # the nodes' workers import tests.cue_env as a user's env package
 RAY_ENV = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO_ROOT))

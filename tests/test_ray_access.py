@@ -16,9 +16,9 @@ from scale import ray_exposure as exposure
 from a3c.backends.ray_access import GUIDE, PROBE_METHOD, find_token, prepare_join, secure_local_instance
 from a3c.errors import ConfigError
 
-from .conftest import LONG_RUN, MACHINE_WIDE, start_cli, wait_for_metrics_rows
+from .conftest import LONG_RUN, start_cli, wait_for_metrics_rows
 
-pytestmark = MACHINE_WIDE
+pytestmark = pytest.mark.machine_wide
 
 TOKEN = "f" * 64
 
