@@ -127,6 +127,17 @@ def alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
+def all_ended_soon(pids: list[int], timeout: float = 5.0) -> bool:
+    """Whether every one of `pids` ends within `timeout` seconds: a trainer that quits at once SIGKILLs its
+    children without waiting for them, and a loaded machine takes a moment to end a killed process."""
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def metrics_rows(run_dir: Path, name: str = "metrics.csv") -> list[dict]:
     with open(run_dir / name, newline="") as file:
         return list(csv.DictReader(file))

@@ -14,7 +14,7 @@ from a3c.learn.checkpoint import load_checkpoint
 
 from .conftest import (
     LONG_RUN,
-    alive,
+    all_ended_soon,
     assert_one_line_usage_error,
     children,
     fill,
@@ -128,7 +128,7 @@ def test_a_second_ctrl_c_during_a_slow_stop_quits_at_once_and_still_writes_the_s
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
-    assert not any(alive(pid) for pid in pids)
+    assert all_ended_soon(pids)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["quit_at_once"] and summary["stop_reason"] == "interrupted" and summary["env_steps"] > 0
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] > 0

@@ -20,7 +20,7 @@ from a3c.parallel.worker import apply_gradient
 from .conftest import (
     LONG_RUN,
     REPO_ROOT,
-    alive,
+    all_ended_soon,
     children,
     metrics_rows,
     run_cli,
@@ -44,7 +44,7 @@ def test_a_signal_stops_the_run_cleanly_and_resume_continues_it(tmp_path, signum
     out, err = process.communicate(timeout=30)
     assert time.monotonic() - sent < 10
     assert process.returncode == 128 + signum, err
-    assert not any(alive(pid) for pid in pids)
+    assert all_ended_soon(pids)
     assert set(os.listdir("/dev/shm")) <= shm_before  # no shared-memory file outlives the run
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == ("interrupted" if signum == signal.SIGINT else "terminated")

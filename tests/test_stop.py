@@ -17,7 +17,7 @@ import pytest
 from a3c.learn.checkpoint import load_checkpoint
 from a3c.parallel.processes import StopFlag
 
-from .conftest import LONG_RUN, REPO_ROOT, alive, start_cli, wait_for_children, wait_for_metrics_rows
+from .conftest import LONG_RUN, REPO_ROOT, all_ended_soon, start_cli, wait_for_children, wait_for_metrics_rows
 
 CTX = multiprocessing.get_context("fork")
 
@@ -116,7 +116,7 @@ def test_a_signal_to_the_whole_process_group_stops_the_run_cleanly(tmp_path, sen
     out, err = process.communicate(timeout=30)
     assert time.monotonic() - sent < 10
     assert process.returncode == exit_code, err
-    assert not any(alive(pid) for pid in pids)
+    assert all_ended_soon(pids)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == stop_reason and not summary["quit_at_once"]
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["env_steps"] == summary["env_steps"] > 0
