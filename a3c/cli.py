@@ -116,21 +116,22 @@ TRAIN_OPTIONS = [
         "--novelty-coef",
         "weight of a bonus reward for reaching observations a random network's trained predictor gets wrong "
         "(random network distillation: any observation, pictures through convolutions; 0: none; auto: 0.1 on "
-        "flat observations, 0 on pictures and Dict or Tuple ones)",
+        "flat observations, 0.03 on pictures, 0 on Dict or Tuple ones)",
         type=AutoFloat(),
     ),
     option(
         "--novelty-value",
         "which value learns the bonus's return: shared (the bonus joins the reward), episodic (a value head of its "
-        "own, its return ending with the episode) or non-episodic (running on across episodes)",
-        type=click.Choice(["shared", "episodic", "non-episodic"]),
+        "own, its return ending with the episode) or non-episodic (running on across episodes); auto: "
+        "non-episodic on pictures where the run has a bonus and learns two values, else shared",
+        type=click.Choice(["auto", "shared", "episodic", "non-episodic"]),
     ),
     option(
         "--novelty-scale",
         "what the bonus is divided by, a running spread: step, its errors' root mean square (the weight: about a "
         "step's bonus on new ground); return, its discounted sum's standard deviation (the weight: about the spread "
-        "of the bonus's return)",
-        type=click.Choice(["step", "return"]),
+        "of the bonus's return); auto: return on pictures, step elsewhere",
+        type=click.Choice(["auto", "step", "return"]),
     ),
     option(
         "--model",

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from a3c.agent import load_agent, model_from_checkpoint
-from a3c.config.settings import Config
+from a3c.config.settings import Config, for_spaces
 from a3c.envs.make import env_spec
 from a3c.errors import WriteError
 from a3c.learn.checkpoint import CheckpointError, checkpoint_payload, load_checkpoint, save_checkpoint
@@ -146,9 +146,9 @@ def test_foreign_torch_file_that_is_not_a_dict_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "version, words",
     [
-        (999, "format 999; a3c .* reads formats 1 to 6; upgrade a3c"),
-        (0, "format 0; a3c .* reads formats 1 to 6$"),
-        ("2", "format 2; a3c .* reads formats 1 to 6$"),
+        (999, "format 999; a3c .* reads formats 1 to 7; upgrade a3c"),
+        (0, "format 0; a3c .* reads formats 1 to 7$"),
+        ("2", "format 2; a3c .* reads formats 1 to 7$"),
     ],
 )
 def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp_path, version, words):
@@ -158,7 +158,7 @@ def test_a_checkpoint_format_this_version_cannot_read_is_refused_naming_both(tmp
         load_checkpoint(path)
 
 
-def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_6(tmp_path):
+def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_format_7(tmp_path):
     model = ActorCritic(4, 2, StockOptions(hidden_sizes=(8,)))
     old = {
         "format": "a3c-checkpoint",
@@ -169,9 +169,9 @@ def test_a_format_1_checkpoint_is_upgraded_on_load_and_new_ones_are_written_in_f
     }
     torch.save(old, tmp_path / "v1.pt")
     loaded = load_checkpoint(tmp_path / "v1.pt")
-    assert loaded["version"] == 6 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
-    save_checkpoint(tmp_path / "v6.pt", {"config": Config().to_dict(), "model": model.state_dict()})
-    assert torch.load(tmp_path / "v6.pt", weights_only=True)["version"] == 6
+    assert loaded["version"] == 7 and loaded["config"]["hidden_sizes"] == [8] and "hidden_size" not in loaded["config"]
+    save_checkpoint(tmp_path / "v7.pt", {"config": Config().to_dict(), "model": model.state_dict()})
+    assert torch.load(tmp_path / "v7.pt", weights_only=True)["version"] == 7
 
 
 def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
@@ -184,7 +184,7 @@ def test_a_format_2_checkpoint_keeps_its_value_head_on_whole_returns(tmp_path):
         tmp_path / "v2.pt",
     )
     loaded = load_checkpoint(tmp_path / "v2.pt")
-    assert loaded["version"] == 6 and loaded["config"]["center_values"] == "off"
+    assert loaded["version"] == 7 and loaded["config"]["center_values"] == "off"
     rebuilt, saved_config, _ = model_from_checkpoint(loaded)
     assert saved_config.center_values == "off" and rebuilt.value_stats is None
     assert build_model(Config(hidden_sizes=(8,)), env_spec("CartPole-v1")).value_stats is not None  # a new run's
@@ -233,6 +233,25 @@ def test_a_format_5_checkpoint_keeps_its_unlimited_std_and_a_new_run_limits_it(t
     )
     assert load_agent(tmp_path / "v5.pt").distribution.log_std_max is None
     assert Config().std_limit == "range"
+
+
+def test_a_format_6_picture_run_with_the_bonus_keeps_its_one_value_and_step_scale(tmp_path):
+    """Before auto learned a picture's bonus by a value of its own, a run with the bonus had one value head and
+    divided the bonus by its errors' spread: an older checkpoint loads as it was trained, where a new run's
+    auto decides otherwise."""
+    env = "a3c/KeyDoor6-v0"
+    old = build_model(Config(env=env, novelty_coef=0.1, novelty_value="shared"), env_spec(env))
+    newer = ("novelty_value", "novelty_scale")
+    config = {k: v for k, v in Config(env=env, novelty_coef=0.1).to_dict().items() if k not in newer}
+    torch.save(
+        {"format": "a3c-checkpoint", "version": 6, "config": config, "model": old.state_dict(), "env_steps": 5},
+        tmp_path / "v6.pt",
+    )
+    loaded = load_checkpoint(tmp_path / "v6.pt")
+    assert (loaded["config"]["novelty_value"], loaded["config"]["novelty_scale"]) == ("shared", "step")
+    assert load_agent(tmp_path / "v6.pt").model.value_heads == 1
+    decided = for_spaces(Config(env=env, novelty_coef=0.1), env_spec(env))
+    assert (decided.novelty_value, decided.novelty_scale) == ("non-episodic", "return")
 
 
 def test_missing_file_and_directory_are_refused(tmp_path):

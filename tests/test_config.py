@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a3c.config.settings import AUTO_NOVELTY_COEF, Config, ConfigError, config_for_resume, for_spaces
+from a3c.config.settings import AUTO_FOR_OBSERVATIONS, Config, ConfigError, config_for_resume, for_spaces
 from a3c.envs.spec import EnvSpec
 
 
@@ -101,7 +101,7 @@ def spec_of(obs_shape: tuple, obs_parts=None) -> EnvSpec:
     return EnvSpec(obs_shape=obs_shape, num_actions=2, action_start=0, reward_threshold=None, obs_parts=obs_parts)
 
 
-FLAT, FRAMES = spec_of((4,)), spec_of((4, 10, 10))
+FLAT, FRAMES, PARTS = spec_of((4,)), spec_of((4, 10, 10)), spec_of((6,), obs_parts=("parts",))
 
 
 def test_a_resumed_run_may_change_the_novelty_coefficient_but_not_turn_it_on_or_off():
@@ -114,15 +114,23 @@ def test_a_resumed_run_may_change_the_novelty_coefficient_but_not_turn_it_on_or_
 
 
 def test_an_auto_given_again_on_resume_is_decided_for_the_envs_spaces_before_it_is_compared():
-    frames_run = Config(env="MinAtar/Breakout-v1", novelty_coef=0.0, normalize_obs=False)
-    resumed = config_for_resume(frames_run, {"novelty_coef": "auto", "normalize_obs": "auto"}, FRAMES)
+    parts_run = Config(env="tests.cue_env:DictCue-v0", novelty_coef=0.0, normalize_obs=False)
+    resumed = config_for_resume(parts_run, {"novelty_coef": "auto", "normalize_obs": "auto"}, PARTS)
     assert resumed.novelty_coef == 0.0 and resumed.normalize_obs is False
     with pytest.raises(ConfigError, match="--novelty-coef"):
-        config_for_resume(frames_run.replace(novelty_coef=0.1), {"novelty_coef": "auto"}, FRAMES)  # auto: none
+        config_for_resume(parts_run.replace(novelty_coef=0.1), {"novelty_coef": "auto"}, PARTS)  # auto: none
+    frames_run = Config(env="MinAtar/Breakout-v1", novelty_coef=0.0, normalize_obs=False)  # the preset's
+    with pytest.raises(ConfigError, match="--novelty-coef 0.03 contradicts"):
+        config_for_resume(frames_run, {"novelty_coef": "auto"}, FRAMES)  # auto is the bonus on pictures
     flat_run = Config(env="CartPole-v1", novelty_coef=0.0, normalize_obs=False)  # a preset's settings
     with pytest.raises(ConfigError, match="--novelty-coef"):
         config_for_resume(flat_run, {"novelty_coef": "auto"}, FLAT)  # auto is the bonus on flat observations
-    assert config_for_resume(Config(novelty_coef=0.1), {"novelty_coef": "auto"}, FLAT).novelty_coef == AUTO_NOVELTY_COEF
+    assert config_for_resume(Config(novelty_coef=0.3), {"novelty_coef": "auto"}, FLAT).novelty_coef == 0.1
+    picture_run = for_spaces(Config(env="a3c/KeyDoor7-v0"), FRAMES)  # the bonus learned by a value of its own
+    with pytest.raises(ConfigError, match="--novelty-value 'shared' contradicts"):
+        config_for_resume(picture_run, {"novelty_coef": "auto", "novelty_value": "shared"}, FRAMES)
+    resumed = config_for_resume(picture_run, {"novelty_coef": 0.1, "novelty_value": "auto"}, FRAMES)
+    assert (resumed.novelty_coef, resumed.novelty_value) == (0.1, "non-episodic")
 
 
 def test_a_resumed_run_refuses_any_change_of_the_network_shape():
@@ -132,14 +140,30 @@ def test_a_resumed_run_refuses_any_change_of_the_network_shape():
         config_for_resume(saved, {"hidden_sizes": (32,)}, FLAT)
 
 
-def test_an_env_without_a_preset_explores_on_flat_observations_only():
-    """auto: a novelty bonus and normalised observations on a flat vector; neither on pictures (the bonus, which
-    reads them when asked, kept KeyDoor 8's goal from being learned) nor on a Dict or Tuple's parts."""
+def test_an_env_without_a_preset_explores_on_flat_observations_and_pictures():
+    """auto, for each kind of observation: on a flat vector the bonus divided by its errors' spread and
+    normalised observations; on a picture (frames, an image, a grey map) a smaller bonus divided by its return's
+    spread, learned by a non-episodic value of its own, the picture as it is (the bonus normalises its own view);
+    on a Dict or Tuple's parts, neither."""
     explores = for_spaces(Config.for_env("MountainCar-v0"), spec_of((2,)))
-    assert explores.novelty_coef == AUTO_NOVELTY_COEF == 0.1 and explores.normalize_obs is True
-    for spec in (spec_of((4, 84, 84)), spec_of((3, 9, 9)), spec_of((6,), obs_parts=("parts",))):
-        decided = for_spaces(Config.for_env("a3c/KeyDoor7-v0"), spec)
-        assert decided.novelty_coef == 0.0 and decided.normalize_obs is False
+    assert (explores.novelty_coef, explores.novelty_scale, explores.novelty_value) == (0.1, "step", "shared")
+    assert explores.normalize_obs is True
+    for spec in (spec_of((4, 84, 84)), spec_of((3, 9, 9)), spec_of((10, 10))):
+        picture = for_spaces(Config.for_env("a3c/KeyDoor7-v0"), spec)
+        assert (picture.novelty_coef, picture.novelty_scale, picture.novelty_value) == (0.03, "return", "non-episodic")
+        assert picture.normalize_obs is False
+    parts = for_spaces(Config.for_env("a3c/KeyDoor7-v0"), spec_of((6,), obs_parts=("parts",)))
+    assert (parts.novelty_coef, parts.novelty_value, parts.normalize_obs) == (0.0, "shared", False)
+    assert AUTO_FOR_OBSERVATIONS["picture"]["novelty_coef"] == 0.03
+
+
+def test_auto_learns_the_bonus_by_a_value_of_its_own_only_where_the_run_has_a_bonus_and_two_values():
+    picture = spec_of((3, 9, 9))
+    for given in ({"novelty_coef": 0.0}, {"replay_ratio": 1.0}, {"model": "tests.user_models:mlp"}):
+        decided = for_spaces(Config(env="a3c/KeyDoor7-v0", **given), picture)
+        assert decided.novelty_value == "shared", given
+    assert for_spaces(Config(novelty_value="episodic"), picture).novelty_value == "episodic"  # given wins
+    assert for_spaces(Config(novelty_coef=0.2), spec_of((4,))).novelty_value == "shared"  # flat: one value
 
 
 def test_given_settings_win_over_auto_and_presets_keep_what_was_measured_for_them():
@@ -149,8 +173,9 @@ def test_given_settings_win_over_auto_and_presets_keep_what_was_measured_for_the
     for env, normalized in presets:
         preset = for_spaces(Config.for_env(env), spec_of((4,)))
         assert preset.novelty_coef == 0.0 and preset.normalize_obs is normalized
-    for env in ("ALE/Pong-v5", "MinAtar/Breakout-v1"):  # pictures: measured without the bonus, which auto keeps off
-        assert for_spaces(Config.for_env(env), spec_of((4, 10, 10))).novelty_coef == 0.0
+    for env in ("ALE/Pong-v5", "MinAtar/Breakout-v1"):  # pictures, measured without the bonus: the presets name none
+        preset = for_spaces(Config.for_env(env), spec_of((4, 10, 10)))
+        assert preset.novelty_coef == 0.0 and preset.novelty_value == "shared"
 
 
 @pytest.mark.parametrize("values", [{"novelty_coef": "more"}, {"novelty_coef": -0.1}, {"normalize_obs": "yes"}])

@@ -31,7 +31,7 @@ def test_frames_are_the_games_channels_first_as_0_or_255():
 
 def test_small_frames_get_the_minatar_papers_convnet():
     spec = env_spec(BREAKOUT)
-    model = build_model(Config(env=BREAKOUT, hidden_sizes=(128,)), spec)
+    model = build_model(Config.for_env(BREAKOUT), spec)  # the preset: 128 units, no novelty bonus
     conv = model.encoder[1][0]
     assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride) == (
         spec.obs_shape[0],

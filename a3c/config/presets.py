@@ -9,9 +9,9 @@ from __future__ import annotations
 from a3c.config.options import as_option
 from a3c.envs.families import atari_game, is_atari, is_minatar, is_mujoco
 
-# Each flat-observation preset names --novelty-coef and --normalize-obs, as measured for it: the defaults' auto
-# (a novelty bonus and normalised observations, for rewards random play seldom finds) came after them
-# (docs/design/choices.md, "Defaults that explore")
+# Each preset names --novelty-coef (the flat ones --normalize-obs too), as measured for it: the defaults' auto
+# (a novelty bonus, and on flat observations their normalisation, for rewards random play seldom finds) came
+# after them (docs/design/choices.md, "Defaults that explore")
 PRESETS: dict[str, dict] = {
     # one env per process with 20-step rollouts and prioritised replay: fewer env steps than the defaults'
     # 8 x 8 envs in the same seconds; lr 5e-3: faster than 3e-3, more seeds than 1e-2 (docs/design/choices.md,
@@ -95,6 +95,7 @@ ATARI = {
     "confirm_episodes": 30,
     "log_interval": 100_000,
     "print_interval": 10.0,
+    "novelty_coef": 0.0,
 }
 
 # The games with a target (ALE registers none); the others run to --max-steps
@@ -113,6 +114,7 @@ MINATAR = {
     "eval_episodes": 5,
     "log_interval": 100_000,
     "print_interval": 10.0,
+    "novelty_coef": 0.0,
 }
 
 

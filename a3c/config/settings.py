@@ -15,9 +15,16 @@ from a3c.envs.families import ATARI_FRAME_STACK, is_atari
 from a3c.envs.spec import EnvSpec
 from a3c.errors import ConfigError
 
-# --novelty-coef auto on a flat vector of observations: the bonus that, with --normalize-obs, found MountainCar's
-# flag and DeepSea's corner on every seed (docs/design/choices.md, "Defaults that explore")
-AUTO_NOVELTY_COEF = 0.1
+# What auto means, for each kind of observation (observation_kind), of the settings that depend on it
+# (docs/design/choices.md, "Defaults that explore"): on a flat vector, the bonus that with normalised observations
+# found MountainCar's flag and DeepSea's corner on every seed; on a picture, the bonus scaled by its return's spread
+# and learned by a value of its own that found KeyDoor's goal and DeepSea's corner drawn as a picture, the
+# picture normalised for the bonus's networks only; on a Dict or Tuple, neither (not measured there)
+AUTO_FOR_OBSERVATIONS = {
+    "flat": dict(novelty_coef=0.1, novelty_scale="step", novelty_value="shared", normalize_obs=True),
+    "picture": dict(novelty_coef=0.03, novelty_scale="return", novelty_value="non-episodic", normalize_obs=False),
+    "parts": dict(novelty_coef=0.0, novelty_scale="step", novelty_value="shared", normalize_obs=False),
+}
 MAX_PROCESSES = 1024  # worker processes of one machine: 4 a core on 256 cores
 
 
@@ -52,18 +59,19 @@ class Config:
     # (a3c/learn/noise_scale.py); 0: the draws as sigma makes them
     noise_kl_target: float = 0.0
     # the weight of a bonus reward for observations the novelty's networks predict badly (random network
-    # distillation, a3c/nets/novelty.py), each worker's errors less their rollout's mean over their running root
-    # mean square; 0: none;
-    # auto: AUTO_NOVELTY_COEF on a flat vector of observations, none on pictures and Dict or Tuple ones (for_spaces)
+    # distillation, a3c/nets/novelty.py), each worker's errors less their rollout's mean over their running
+    # spread (--novelty-scale); 0: none; auto: AUTO_FOR_OBSERVATIONS's for the env's observations (for_spaces)
     novelty_coef: Union[float, str] = "auto"
     # which value learns the bonus's return: shared, the env's reward and the bonus summed, one value head; episodic,
     # a value head of its own, its return ending with the episode; non-episodic, running on across episodes
-    # (random network distillation's); the policy follows both values' advantages summed
-    novelty_value: str = "shared"
+    # (random network distillation's); the policy follows both values' advantages summed; auto:
+    # AUTO_FOR_OBSERVATIONS's where the run has a bonus and learns two values, else shared
+    novelty_value: str = "auto"
     # what each worker divides the bonus by, a running spread: step, its errors' root mean square (the weight is
     # about the bonus of a step to new ground); return, the standard deviation of the bonus's discounted sums
-    # (random network distillation's: the weight is about the spread of the bonus's return)
-    novelty_scale: str = "step"
+    # (random network distillation's: the weight is about the spread of the bonus's return); auto:
+    # AUTO_FOR_OBSERVATIONS's
+    novelty_scale: str = "auto"
     model: str = ""  # module:function building the user's own torch network instead of the stock one
     learner: str = "auto"  # numpy: the stock network's fast path; torch: autograd; auto: numpy where it covers
     # the frames encoder's convolutions: float32, bfloat16 (autocast), or auto: bfloat16 where the CPU has it
@@ -299,16 +307,16 @@ def network_rules(config: Config) -> list[Rule]:
             ">= 0 (0: no novelty bonus), or auto",
         ),
         ("normalize_obs", config.normalize_obs in (True, False, "auto"), "true, false or auto"),
-        ("novelty_scale", config.novelty_scale in ("step", "return"), "one of step, return"),
+        ("novelty_scale", config.novelty_scale in ("auto", "step", "return"), "one of auto, step, return"),
         (
             "novelty_value",
-            config.novelty_value in ("shared", "episodic", "non-episodic"),
-            "one of shared, episodic, non-episodic",
+            config.novelty_value in ("auto", "shared", "episodic", "non-episodic"),
+            "one of auto, shared, episodic, non-episodic",
         ),
         (
             "novelty_value",
-            config.novelty_value == "shared" or not (config.model or config.replay_ratio),
-            "shared with --model or --replay-ratio above 0 (each learns one value)",
+            config.novelty_value in ("auto", "shared") or not learns_one_value(config),
+            "shared or auto with --model or --replay-ratio above 0 (each learns one value)",
         ),
     ]
 
@@ -442,7 +450,7 @@ def config_for_resume(saved: Config, overrides: dict, spec: EnvSpec) -> Config:
 
     Refuses a change the checkpoint cannot support (another env or network shape).
     """
-    decided = auto_for_spaces(spec)
+    decided = auto_for_spaces(saved.replace(**overrides), spec)
     overrides = {
         name: decided[name] if name in decided and value == "auto" else value for name, value in overrides.items()
     }
@@ -460,17 +468,30 @@ def config_for_resume(saved: Config, overrides: dict, spec: EnvSpec) -> Config:
     return saved.replace(**changes)
 
 
-def auto_for_spaces(spec: EnvSpec) -> dict:
-    """What auto means, for this env's observations, of the settings that depend on them: --novelty-coef auto is
-    AUTO_NOVELTY_COEF and --normalize-obs auto on where the observations are one flat vector (what the novelty's
-    networks read; an env without a preset then explores), both off for pictures and Dict or Tuple observations:
-    there the bonus found DeepSea's corner as a picture but kept KeyDoor 8's goal from being learned, which the
-    bare defaults learn (docs/design/choices.md, "Defaults that explore")."""
-    flat = len(spec.obs_shape) == 1 and spec.obs_parts is None
-    return {"novelty_coef": AUTO_NOVELTY_COEF if flat else 0.0, "normalize_obs": flat}
+def learns_one_value(config: Config) -> bool:
+    """Whether the run's value learns one return only: the user's network has one value head, and replay's
+    corrections follow one return."""
+    return bool(config.model or config.replay_ratio)
+
+
+def observation_kind(spec: EnvSpec) -> str:
+    """flat: one vector; picture: one image or stack of frames; parts: a Dict or Tuple's."""
+    if spec.obs_parts is not None:
+        return "parts"
+    return "flat" if len(spec.obs_shape) == 1 else "picture"
+
+
+def auto_for_spaces(config: Config, spec: EnvSpec) -> dict:
+    """What auto means for `config` on this env's observations, of the settings that depend on them
+    (AUTO_FOR_OBSERVATIONS): the bonus's value of its own only where the run has a bonus and learns two values."""
+    decided = dict(AUTO_FOR_OBSERVATIONS[observation_kind(spec)])
+    coef = decided["novelty_coef"] if config.novelty_coef == "auto" else config.novelty_coef
+    if not coef or learns_one_value(config):
+        decided["novelty_value"] = "shared"
+    return decided
 
 
 def for_spaces(config: Config, spec: EnvSpec) -> Config:
     """`config` with its auto settings of auto_for_spaces decided for the env's observations."""
-    decided = auto_for_spaces(spec)
+    decided = auto_for_spaces(config, spec)
     return config.replace(**{name: value for name, value in decided.items() if getattr(config, name) == "auto"})

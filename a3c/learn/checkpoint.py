@@ -14,7 +14,7 @@ from a3c.config.settings import Config
 from a3c.errors import CheckpointError, first_line, writing
 
 FORMAT = "a3c-checkpoint"
-VERSION = 6  # the format this a3c writes
+VERSION = 7  # the format this a3c writes
 
 
 def upgrade_from_1(payload: dict) -> dict:
@@ -50,8 +50,23 @@ def upgrade_from_5(payload: dict) -> dict:
     return {**payload, "config": {"std_limit": "none", **payload["config"]}, "version": 6}
 
 
+def upgrade_from_6(payload: dict) -> dict:
+    """Format 6 (a3c 0.28 to 0.31): the novelty bonus joined the reward and was divided by its errors' spread
+    unless the config said otherwise; from a3c 0.32 `novelty_value` and `novelty_scale` default to auto, which on
+    pictures learns the bonus's return apart and divides it by that return's spread."""
+    config = {"novelty_value": "shared", "novelty_scale": "step", **payload["config"]}
+    return {**payload, "config": config, "version": 7}
+
+
 # format N -> N + 1
-UPGRADES = {1: upgrade_from_1, 2: upgrade_from_2, 3: upgrade_from_3, 4: upgrade_from_4, 5: upgrade_from_5}
+UPGRADES = {
+    1: upgrade_from_1,
+    2: upgrade_from_2,
+    3: upgrade_from_3,
+    4: upgrade_from_4,
+    5: upgrade_from_5,
+    6: upgrade_from_6,
+}
 OLDEST_READABLE = min(UPGRADES, default=VERSION)
 
 

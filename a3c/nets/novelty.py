@@ -40,8 +40,10 @@ PRIOR_SEED = 0
 
 
 def fixed_weight(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """Constant weights drawn from `generator` at He's scale (for ReLUs)."""
-    return torch.randn(*shape, generator=generator) * math.sqrt(2.0 / math.prod(shape[1:]))
+    """Constant weights drawn from `generator` at He's scale (for ReLUs), on the generator's device even where a
+    network is sized on torch's meta device (a3c/run/capacity.py): a draw there imports torch._dynamo, 1.3 s."""
+    draw = torch.randn(*shape, generator=generator, device=generator.device)
+    return draw * math.sqrt(2.0 / math.prod(shape[1:]))
 
 
 def fix(layer: nn.Module, generator: torch.Generator) -> nn.Module:
