@@ -53,7 +53,7 @@ def build_model(config: Config, spec: EnvSpec) -> Network:
     if config.novelty_value != "shared" and not config.novelty_coef:
         raise ConfigError(
             f"--novelty-value {config.novelty_value} learns the novelty bonus's return, and this run has no bonus: "
-            "give --novelty-coef above 0 (auto is 0 on pictures and Dict or Tuple observations)"
+            "give --novelty-coef above 0 (the presets name 0, and auto is 0 on Dict or Tuple observations)"
         )
     if config.model:
         model = user_network(config.model, spec, config.normalize_obs, centers_values(config))

@@ -22,9 +22,10 @@ Revenge (ALE/MontezumaRevenge-v5, sticky actions), the hard-exploration game the
 hour a run (--max-minutes 60, 4 processes, the Atari preset, which names no bonus: "defaults" is without it,
 `--novelty-coefs 0.1` adds the contender with it), 3 seeds, its greedy score at the end.
 
-The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on these flat observations the
-novelty bonus, --novelty-coef auto = 0.1, and normalised observations; the NoisyNet heads on, sigma 0.017 a weight
-at the start, one draw a rollout for all of a worker's envs), the defaults with `--no-noise`, without the novelty
+The contenders, side by side, interleaved by seed: ours with the trainer's defaults (on flat observations the
+novelty bonus, --novelty-coef auto = 0.1, and normalised observations; on pictures a bonus of 0.03 divided by its
+return's spread, learned by a value of its own; the NoisyNet heads on, sigma 0.017 a weight at the start, one
+draw a rollout for all of a worker's envs), the defaults with `--no-noise`, without the novelty
 bonus, and without both; the defaults with each other novelty bonus of --novelty-coefs, with and without the noise;
 and, without the novelty bonus, the noise's variants: the larger starting sigmas of --sigmas, each with each
 --noise-draw (one draw a rollout for all of a worker's envs, one a rollout for each env, one for each env held for
