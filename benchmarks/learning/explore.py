@@ -125,10 +125,10 @@ def contenders(env: str, kinds: dict[str, list[float]], only) -> dict:
     return {name: run for name, run in found.items() if not only or name in only}
 
 
-def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None) -> dict:
+def run_task(env: str, suite: Suite, kinds: dict[str, list[float]], only: list[str] | None, first_seed: int) -> dict:
     runs_by = contenders(env, kinds, only)
     results = {name: [] for name in runs_by}
-    for seed in range(suite.seeds):
+    for seed in range(first_seed, first_seed + suite.seeds):
         for name, contender in runs_by.items():
             run = {"seed": seed, **contender(seed, suite)}
             results[name].append(run)
@@ -160,6 +160,7 @@ def main() -> None:
     parser.add_argument("--env", action="append", choices=[*TASKS, *PICTURES], help="one task; repeat for more")
     parser.add_argument("--pictures", action="store_true", help="the sparse tasks seen as pictures (default: flat)")
     parser.add_argument("--seeds", type=int, help="seeds per task (default 5)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed: a task's seeds over sittings")
     parser.add_argument(
         "--sigmas", default="0.1,0.5", help="the noise's initial sigmas of more noisy contenders, comma-separated"
     )
@@ -197,7 +198,7 @@ def main() -> None:
     zoo.COMMAND = COMMAND  # the command zoo.py's runs record: this one's
     results = {}
     for env, task in tasks.items():  # saved after each task: a long bench cut short keeps what it finished
-        results[env] = run_task(env, task, kinds, args.only)
+        results[env] = run_task(env, task, kinds, args.only, args.first_seed)
         report(info, tasks, results, args.out, FIGURES)
 
 
