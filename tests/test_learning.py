@@ -153,19 +153,23 @@ def test_multi_part_actions_are_learned_part_by_part(tmp_path, quiet, env_id, le
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
-    "env_id, learner, solved",
+    "env_id, learner, solved, best",
     [
-        ("tests.masked_env:MaskedCue-v0", "numpy", 0.95),
-        ("tests.masked_env:MaskedCueDict-v0", "torch", 0.95),
-        ("tests.masked_env:MaskedMultiCue-v0", "numpy", 1.9),
+        ("tests.masked_env:MaskedCue-v0", "numpy", 0.95, 1.0),
+        ("tests.masked_env:MaskedCueDict-v0", "torch", 0.95, 1.0),
+        ("tests.masked_env:MaskedMultiCue-v0", "numpy", 1.9, 2.0),
     ],
 )
 def test_action_masks_are_learned_and_greedy_play_never_takes_an_illegal_action(
-    tmp_path, quiet, env_id, learner, solved
+    tmp_path, quiet, env_id, learner, solved, best
 ):
     """Two of four actions legal each step, the best legal one ranked by the cue: random legal play scores 0.5,
-    an illegal action -1 and the episode's end (MaskedMultiCue: two such games, a MultiDiscrete action). Seeds
-    0-4 of the first two solved within 14,080 env steps, 0.9-3.3 s; of the third within 26,520, 0.9-1.6 s."""
+    an illegal action -1 and the episode's end (MaskedMultiCue: two such games, a MultiDiscrete action).
+
+    Trained to a target halfway between the env's threshold (`solved`) and the best return, so that best.pt
+    holds the threshold on 200 new episodes: confirmed at the threshold itself (1.9 on 100 episodes), MultiCue's
+    best.pt once scored 1.897 on them. Seeds 0-4 at the halfway target: the cues within 18,240 env steps
+    (1.0-1.9 s), MultiCue within 33,320 (2.2-4.5 s) and 1.957-1.981 on the 200 new episodes."""
     config = Config(
         env=env_id,
         num_processes=2,
@@ -177,13 +181,14 @@ def test_action_masks_are_learned_and_greedy_play_never_takes_an_illegal_action(
         core="none",
         eval_episodes=30,
         eval_interval=0.1,
+        target_return=(solved + best) / 2,
         learner=learner,
         run_dir=str(tmp_path / "run"),
         print_interval=60.0,
         tensorboard=False,
     )
     summary = train(config, print_fn=quiet).summary
-    assert summary["solved"] and summary["confirmed_return"] >= solved, summary
+    assert summary["solved"] and summary["confirmed_return"] >= config.target_return, summary
     agent = load_agent(tmp_path / "run" / "checkpoints" / "best.pt")
     returns = evaluate_agent(agent, episodes=200, seed=4242)
     assert min(returns) >= 0 and np.mean(returns) >= solved  # an illegal action would have cost -1
