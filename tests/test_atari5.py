@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from harness.atari5 import GAMES, env_id, estimate, human_normalized, published_table, summary_table  # noqa: E402
 from harness.records import Record  # noqa: E402
+from harness.report import readme_table  # noqa: E402
 
 # the A3C paper's LSTM agent (4 days on 16 cores), DoubleDunk at random play's score: its HNS worked by hand
 A3C_PAPER = {"BattleZone": 20_760, "NameThisGame": 12_094, "Phoenix": 74_787, "Qbert": 21_308, "DoubleDunk": -18.55}
@@ -75,3 +76,21 @@ def test_the_published_scores_are_shown_beside_with_an_estimate_only_where_all_f
     published = published_table()[2:]
     assert len(published) == 3 and published[0].startswith("| CleanRL PPO")
     assert published[0].endswith("| 73.8% |") and published[1].endswith("| - |")  # the A3C paper lacks DoubleDunk
+
+
+def test_the_readme_gives_the_suite_one_row_with_the_estimate_once_every_game_has_runs():
+    sb3 = "SB3 PPO (RL Zoo settings)"
+    four = [record(game, "a3c", 0, score) for game, score in A3C_PAPER.items() if game != "Phoenix"]
+    beside = [record("Qbert", sb3, 0, 13_455.0), record("Qbert", "a3c, no noise", 0, 0.0)]
+    row = [line for line in readme_table(four + beside).splitlines() if "Atari-5" in line]
+    assert row == [
+        "| [Atari-5](docs/results/index.md#atari-5) | the five games (BattleZone, DoubleDunk, NameThisGame, Phoenix, "
+        "Qbert) | 4 of 5 games, no estimate yet (HNS: BattleZone 53%, DoubleDunk 0%, NameThisGame 170%, Qbert 159%; "
+        "1+ runs a game) | SB3 PPO (RL Zoo settings): 1 of 5 games, no estimate yet (HNS: Qbert 100%; 1+ runs a game) |"
+    ]
+    five = [record(game, "a3c", seed, score) for game, score in A3C_PAPER.items() for seed in (0, 1)]
+    row = next(line for line in readme_table(five[:-1]).splitlines() if "Atari-5" in line)  # DoubleDunk's seed 1 not
+    assert f"| estimate {A3C_PAPER_ESTIMATE:.1f}% (HNS: BattleZone 53%," in row
+    assert "Phoenix 1142%, Qbert 159%; 1+ runs a game) | - |" in row
+    assert "; 2+ runs a game) | - |" in next(line for line in readme_table(five).splitlines() if "Atari-5" in line)
+    assert not [line for line in readme_table(beside).splitlines() if "Atari-5" in line]  # no a3c runs, no row

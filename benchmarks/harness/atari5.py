@@ -116,17 +116,34 @@ def published_table() -> list[str]:
     ]
 
 
-def summary_table(records: list[Record]) -> list[str]:
-    """Per contender (its newest version): each game's median final score over seeds, its HNS and the runs, then
-    the estimate from those medians where every game has runs."""
-    medians: dict[str, dict[str, tuple[float, int | None]]] = {}
+def medians(records: list[Record]) -> dict[str, dict[str, tuple[float, int | None]]]:
+    """Per contender (its newest version), a3c first: each game's median final score over seeds and their count,
+    in the order of GAMES."""
+    found: dict[str, dict[str, tuple[float, int | None]]] = {}
     for row in rows(records):
         scores = [run.final["return"] for run in row.runs if run.final.get("return") is not None]
         if scores and game_of(row.env) in GAMES:
-            medians.setdefault(row.contender, {}).setdefault(game_of(row.env), (statistics.median(scores), len(scores)))
+            found.setdefault(row.contender, {}).setdefault(game_of(row.env), (statistics.median(scores), len(scores)))
+    ordered = sorted(found.items(), key=lambda item: (item[0] != "a3c", item[0]))
+    return {name: {game: by_game[game] for game in GAMES if game in by_game} for name, by_game in ordered}
+
+
+def summary_table(records: list[Record]) -> list[str]:
+    """Per contender: each game's median final score over seeds, its HNS and the runs, then the estimate from
+    those medians where every game has runs."""
     lines = [
         "| contender | " + " | ".join(f"{game}: score, HNS (runs)" for game in GAMES) + " | Atari-5 estimate |",
         "| --- | " + " | ".join("---" for _ in GAMES) + " | --- |",
     ]
-    ordered = dict(sorted(medians.items(), key=lambda item: (item[0] != "a3c", item[0])))
-    return lines + score_rows(ordered)
+    return lines + score_rows(medians(records))
+
+
+def overview(by_game: dict[str, tuple[float, int | None]]) -> str:
+    """A contender's suite in a line (the README's cell): the estimate where every game has runs, and each game's
+    HNS with the fewest runs a game."""
+    each = ", ".join(f"{game} {human_normalized(game, score):.0f}%" for game, (score, _) in by_game.items())
+    fewest = min(runs or 0 for _, runs in by_game.values())
+    if len(by_game) < len(GAMES):
+        return f"{len(by_game)} of {len(GAMES)} games, no estimate yet (HNS: {each}; {fewest}+ runs a game)"
+    whole = estimate({game: score for game, (score, _) in by_game.items()})
+    return f"estimate {whole:.1f}% (HNS: {each}; {fewest}+ runs a game)"

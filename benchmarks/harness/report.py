@@ -14,7 +14,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the benchmarks folder is where `harness` is found
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.atari5 import opening, published_table, summary_table  # noqa: E402
+from harness.atari5 import GAMES, medians, opening, overview, published_table, summary_table  # noqa: E402
 from harness.records import RUNS, SUITES, Record, read_all  # noqa: E402
 from harness.tables import cell, rows, table  # noqa: E402
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 PAGE = REPO / "docs" / "results" / "index.md"
 README = REPO / "README.md"
 PLOTS = REPO / "benchmarks" / "results"  # the docs' hook serves its PNG files as results/plots/
-LEARNING_SUITES = ("classic-control", "box2d", "mujoco", "minatar", "atari", "exploration")
+LEARNING_SUITES = ("classic-control", "box2d", "mujoco", "minatar", "atari", "atari-5", "exploration")
 README_BEGIN = "<!-- results table: made by make report from benchmarks/results/records -->"
 README_END = "<!-- end of the results table -->"
 OPENING = """# Results
@@ -132,6 +132,10 @@ def readme_table(records: list[Record]) -> str:
     lines = ["| suite | env | a3c | other trainers, same machine |", "| --- | --- | --- | --- |"]
     for suite in LEARNING_SUITES:
         found = [record for record in records if record.suite == suite]
+        link = f"[{SUITES[suite]}](docs/results/index.md#{anchor(SUITES[suite])})"
+        if suite == "atari-5":  # one row for the five games: the suite's estimate
+            lines += atari5_row(found, link)
+            continue
         for env in sorted({record.env for record in found}):
             ours = [record for record in found if record.env == env and record.contender == "a3c"]
             others = sorted({r.contender for r in found if r.env == env and not r.contender.startswith("a3c")})
@@ -140,9 +144,20 @@ def readme_table(records: list[Record]) -> str:
             beside = "; ".join(
                 f"{name}: {headline([r for r in found if r.env == env and r.contender == name])}" for name in others
             )
-            link = f"[{SUITES[suite]}](docs/results/index.md#{anchor(SUITES[suite])})"
             lines.append(f"| {link} | {env} | {headline(ours)} | {beside or '-'} |")
     return "\n".join(lines)
+
+
+def atari5_row(records: list[Record], link: str) -> list[str]:
+    """The Atari-5 suite's README row, where a3c has runs: each contender's overview of the five games."""
+    by_contender = medians(records)
+    if "a3c" not in by_contender:
+        return []
+    ours = overview(by_contender.pop("a3c"))
+    beside = "; ".join(
+        f"{name}: {overview(by_game)}" for name, by_game in by_contender.items() if not name.startswith("a3c")
+    )
+    return [f"| {link} | the five games ({', '.join(GAMES)}) | {ours} | {beside or '-'} |"]
 
 
 def anchor(heading: str) -> str:
