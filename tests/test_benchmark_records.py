@@ -293,3 +293,33 @@ def test_zoo_records_make_bench_mujocos_command_for_its_tasks_and_bench_zoos_for
     assert zoo.command_of([*tasks, "--out", "mujoco", "--seeds", "2"]) == 'make bench-mujoco MUJOCO_ARGS="--seeds 2"'
     assert zoo.command_of(["--env", "HalfCheetah-v5"]) == 'make bench-zoo ZOO_ARGS="--env HalfCheetah-v5"'
     assert zoo.command_of([*tasks[2:], "--out", "mujoco"]).startswith("make bench-zoo")  # a task short
+
+
+def test_an_atari5_runs_final_score_is_the_mean_of_its_last_evaluations_games_from_ten_up():
+    from learning.atari_suite import final_score
+
+    rows = [  # four games an evaluation; the confirmation's new games are no evaluation
+        {"return": score, "episodes": 4, "confirmation": False} for score in (100.0, 10.0, 20.0, 30.0)
+    ] + [{"return": 999.0, "episodes": 100, "confirmation": True}]
+    assert final_score(rows) == (20.0, 12)  # the last three: 12 games
+    assert final_score(rows[-2:]) == (30.0, 4)  # fewer games than ten: all there are
+    assert final_score([]) == (None, 0)
+
+
+@SB3
+def test_the_atari5_suite_records_each_contender_and_game_with_its_final_score(written, monkeypatch, tmp_path_factory):
+    from learning import atari_suite
+
+    written(atari_suite)
+    monkeypatch.setattr(atari_suite, "run_timed", fake_processes(UNSOLVED))
+    runs = tmp_path_factory.mktemp("runs")  # apart from the records
+    atari_suite.run_ours("Qbert", 3, 60.0, runs / "ours")
+    atari_suite.run_sb3("Qbert", 3, 60.0, runs / "sb3")
+    found = written.found()
+    ours, sb3 = found["a3c", 3], found[atari_suite.SB3_CONTENDER, 3]
+    assert {(each.suite, each.env) for each in (ours, sb3)} == {("atari-5", "ALE/Qbert-v5")}
+    assert ours.version == A3C_VERSION and sb3.version.startswith("stable-baselines3 ")
+    assert ours.final["return"] == sb3.final["return"] == 2.5  # the last evaluation's 10 games
+    assert ours.budget["minutes"] == sb3.budget["minutes"] == 60.0  # the same wall clock
+    assert sb3.budget["env_steps"] == 10_000_000  # the Zoo's schedules' horizon
+    assert ours.command == sb3.command == atari_suite.COMMAND and len(found) == 2
